@@ -1,0 +1,181 @@
+package weir
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirproxy/weir/core"
+	"github.com/weirproxy/weir/core/breaker"
+)
+
+// errConfig wraps every configuration error, which names the field and the value.
+var errConfig = errors.New("weir: invalid configuration")
+
+// settings validates the configuration into the core's Settings.
+func (c *Config) settings() (core.Settings, error) {
+	var s core.Settings
+	var err error
+	for _, p := range c.Key.QueryDrop {
+		for _, name := range strings.Split(p, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				s.QueryDrop = append(s.QueryDrop, name)
+			}
+		}
+	}
+	if s.MaxSize, err = parseSize("cache.maxSize", c.Cache.MaxSize); err != nil {
+		return s, err
+	}
+	if s.MaxEntrySize, err = parseSize("cache.maxEntrySize", c.Cache.MaxEntrySize); err != nil {
+		return s, err
+	}
+	durations := []struct {
+		field string
+		value string
+		dst   *time.Duration
+	}{
+		{"cache.defaultTTL", c.Cache.DefaultTTL, &s.DefaultTTL},
+		{"coalesce.leaderMaxAge", c.Coalesce.LeaderMaxAge, &s.LeaderMaxAge},
+		{"coalesce.followerMaxWait", c.Coalesce.FollowerMaxWait, &s.FollowerMaxWait},
+		{"coalesce.hitForMissTTL", c.Coalesce.HitForMissTTL, &s.HitForMissTTL},
+		{"timeouts.origin", c.Timeouts.Origin, &s.OriginTimeout},
+		{"timeouts.store", c.Timeouts.Store, &s.StoreTimeout},
+		{"limiter.maxQueueWait", c.Limiter.MaxQueueWait, &s.Limiter.MaxQueueWait},
+		{"breaker.window", c.Breaker.Window, &s.Breaker.Window},
+		{"breaker.openFor", c.Breaker.OpenFor, &s.Breaker.OpenFor},
+		{"breaker.maxOpenFor", c.Breaker.MaxOpenFor, &s.Breaker.MaxOpenFor},
+		{"negative.ttl", c.Negative.TTL, &s.Negative.TTL},
+	}
+	for _, d := range durations {
+		v, err := parseDuration(d.field, d.value)
+		if err != nil {
+			return s, err
+		}
+		*d.dst = v
+	}
+	if err := c.protections(&s); err != nil {
+		return s, err
+	}
+	counts := []struct {
+		field string
+		value string
+		dst   *int
+	}{
+		{"limiter.maxConcurrent", c.Limiter.MaxConcurrent, &s.Limiter.MaxConcurrent},
+		{"limiter.maxQueue", c.Limiter.MaxQueue, &s.Limiter.MaxQueue},
+		{"limiter.maxPerPartition", c.Limiter.MaxPerPartition, &s.Limiter.MaxPerPartition},
+		{"limiter.maxPerHost", c.Limiter.MaxPerHost, &s.Limiter.MaxPerHost},
+		{"limiter.maxUpload", c.Limiter.MaxUpload, &s.Limiter.MaxUpload},
+		{"breaker.minRequests", c.Breaker.MinRequests, &s.Breaker.MinRequests},
+		{"negative.maxEntries", c.Negative.MaxEntries, &s.Negative.MaxEntries},
+	}
+	for _, n := range counts {
+		v, err := parseCount(n.field, n.value)
+		if err != nil {
+			return s, err
+		}
+		*n.dst = v
+	}
+	return s, nil
+}
+
+// protections reads the breaker's settings that are neither durations nor counts.
+func (c *Config) protections(s *core.Settings) error {
+	scope, err := breaker.ParseScope(strings.TrimSpace(c.Breaker.Scope))
+	if err != nil {
+		return fmt.Errorf("%w: breaker.scope: %q must be engine, host or domain", errConfig, c.Breaker.Scope)
+	}
+	s.Breaker.Scope = scope
+	if v := strings.TrimSpace(c.Breaker.FailureRatio); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return fmt.Errorf("%w: breaker.failureRatio: %q must be a number above 0 and at most 1", errConfig, c.Breaker.FailureRatio)
+		}
+		s.Breaker.FailureRatio = f
+	}
+	if s.BreakerCountStatus500, err = parseBool("breaker.countStatus500", c.Breaker.CountStatus500); err != nil {
+		return err
+	}
+	return nil
+}
+
+// parseBool reads "true" or "false" (and 1/0, yes/no); empty means false.
+func parseBool(field, value string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(value)) {
+	case "", "false", "0", "no", "off":
+		return false, nil
+	case "true", "1", "yes", "on":
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: %s: %q is not true or false", errConfig, field, value)
+}
+
+// parseCount reads a whole number of at least 1. Empty means unset (the default).
+func parseCount(field, value string) (int, error) {
+	v := strings.TrimSpace(value)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %s: %q is not a whole number of at least 1", errConfig, field, value)
+	}
+	return n, nil
+}
+
+// parseDuration reads a Go duration ("10s", "1m30s"); a bare number is seconds, as labels
+// often carry one. Empty means unset.
+func parseDuration(field, value string) (time.Duration, error) {
+	v := strings.TrimSpace(value)
+	if v == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("%w: %s: %q must not be negative", errConfig, field, value)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s: %q is not a duration such as \"10s\"", errConfig, field, value)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%w: %s: %q must not be negative", errConfig, field, value)
+	}
+	return d, nil
+}
+
+// Size units, binary and decimal.
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30},
+	{"kb", 1000}, {"mb", 1000 * 1000}, {"gb", 1000 * 1000 * 1000},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1},
+}
+
+// parseSize reads a byte count: "1048576", "512KiB", "32MiB", "1GB". Empty means unset.
+func parseSize(field, value string) (int64, error) {
+	v := strings.ToLower(strings.TrimSpace(value))
+	if v == "" {
+		return 0, nil
+	}
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(v, u.suffix) {
+			// Two assignments: Yaegi v0.16.1 loses one side of `v, mult = f(), x`.
+			v = strings.TrimSpace(strings.TrimSuffix(v, u.suffix))
+			mult = u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || n < 0 || n*float64(mult) > 1<<50 {
+		return 0, fmt.Errorf("%w: %s: %q is not a size such as \"32MiB\"", errConfig, field, value)
+	}
+	return int64(n * float64(mult)), nil
+}

@@ -1,0 +1,340 @@
+// Package breaker is Weir's circuit breaker: it watches the results of origin fetches over a
+// sliding window and, when too many fail, keeps fetches from reaching the origin for a while,
+// then lets one probe through to learn whether the origin has recovered (FR-CB-1 to FR-CB-5).
+//
+// A breaker knows nothing of HTTP: the engine decides what counts as a failure, what to serve
+// while a breaker is open, and how to share open deadlines between instances. Its state is a
+// deadline rather than a timer: nothing has to run for an open breaker to become half-open,
+// and every transition takes the current time as an argument.
+//
+// Every fetch the engine lets through carries a Permit, handed back with the result (Record)
+// or without one (Release). The permit's generation tells results that arrive after a state
+// change from current ones, so a late failure never extends an open breaker nor counts twice.
+package breaker
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// States a breaker can be in, as returned by State and in Status. Plain int constants,
+// compared by value.
+const (
+	// StateClosed lets every fetch through and counts the results.
+	StateClosed = 0
+	// StateOpen lets no fetch through until its deadline (FR-CB-5).
+	StateOpen = 1
+	// StateHalfOpen lets one probe through; the probe's result closes or reopens the breaker.
+	StateHalfOpen = 2
+)
+
+// StateName returns "closed", "open" or "half-open" for metrics and logs.
+func StateName(state int) string {
+	switch state {
+	case StateClosed:
+		return "closed"
+	case StateOpen:
+		return "open"
+	case StateHalfOpen:
+		return "half-open"
+	}
+	return "unknown"
+}
+
+// Permit is a breaker's answer to Allow. An allowed permit goes back to the same breaker with
+// the fetch's result (Record) or without one (Release).
+type Permit struct {
+	// Allowed says whether the fetch may go to the origin.
+	Allowed bool
+	// Probe marks the one fetch let through a half-open breaker.
+	Probe bool
+	// RetryAfter, when the fetch is not allowed, is how long until the breaker may let one
+	// through: the time left until its open deadline, or ProbeRetryAfter while a probe is
+	// out. The engine rounds it up to whole seconds for Retry-After (RFC 9110 section 10.2.3).
+	RetryAfter time.Duration
+
+	// gen is the breaker's generation when the permit was handed out.
+	gen uint64
+}
+
+// Status is a snapshot of a breaker for metrics, the admin API and tests.
+type Status struct {
+	Key   string
+	State int
+	// OpenUntil is the open deadline; zero once a probe or an operator has closed the breaker.
+	// In the half-open state it is the deadline that has passed.
+	OpenUntil time.Time
+	// OK and Failures are the results counted in the window (only while closed).
+	OK       int
+	Failures int
+	// Trips counts the times this breaker opened on its own: trips and failed probes.
+	Trips uint64
+}
+
+// Breaker is one circuit breaker. Its methods are safe for concurrent use and never block
+// beyond one short lock.
+type Breaker struct {
+	key string
+	s   Settings // defaults applied
+
+	// mu guards every field below.
+	mu sync.Mutex
+	// gen changes with every change of state (trip, probe handed out, close, adopted or forced
+	// deadline); a result whose permit carries another generation is late and ignored.
+	gen uint64
+	// tripped is set when the breaker opens and cleared when it closes: a tripped breaker is
+	// open before openUntil and half-open after it.
+	tripped   bool
+	openUntil time.Time
+	// openFor is the unjittered length of the last open period; it doubles with each failed
+	// probe, up to MaxOpenFor (FR-CB-4).
+	openFor time.Duration
+	// probing is set while a probe is out; probeUntil is when another may be let through.
+	probing    bool
+	probeUntil time.Time
+	trips      uint64
+	win        window
+}
+
+// New returns a closed breaker for key (which the breaker only passes to OnTrip), or an
+// error naming the first invalid setting.
+func New(key string, s Settings) (*Breaker, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return newBreaker(key, s.withDefaults()), nil
+}
+
+// newBreaker builds a breaker from settings already validated and defaulted.
+func newBreaker(key string, s Settings) *Breaker {
+	return &Breaker{key: key, s: s, win: newWindow(s.Window)}
+}
+
+// Key returns the key the breaker was made for.
+func (b *Breaker) Key() string {
+	return b.key
+}
+
+// Allow says whether a fetch may go to the origin now. A closed breaker allows every fetch;
+// an open one none (FR-CB-5); a half-open one exactly one probe, until its result comes back,
+// it is released, or ProbeTimeout passes (FR-CB-3).
+//
+// On a closed breaker Allow takes one lock and allocates nothing.
+func (b *Breaker) Allow(now time.Time) Permit {
+	b.mu.Lock()
+	if !b.tripped {
+		gen := b.gen
+		b.mu.Unlock()
+		return Permit{Allowed: true, gen: gen}
+	}
+	if now.Before(b.openUntil) {
+		wait := b.openUntil.Sub(now)
+		b.mu.Unlock()
+		return Permit{RetryAfter: wait}
+	}
+	if b.probing && now.Before(b.probeUntil) {
+		b.mu.Unlock()
+		return Permit{RetryAfter: ProbeRetryAfter}
+	}
+	// A new generation makes the result of a probe that timed out late.
+	b.gen++
+	b.probing = true
+	b.probeUntil = now.Add(b.s.ProbeTimeout)
+	gen := b.gen
+	b.mu.Unlock()
+	return Permit{Allowed: true, Probe: true, gen: gen}
+}
+
+// Record counts the result of a fetch that p allowed: failed says the origin failed by the
+// engine's rules. With MinRequests results in the window and at least FailureRatio of them
+// failed, the breaker opens (FR-CB-2). A probe's success closes the breaker and clears the
+// counts; its failure reopens it for twice as long, up to MaxOpenFor (FR-CB-3, FR-CB-4).
+// Results from before the breaker last changed state are ignored.
+func (b *Breaker) Record(p Permit, failed bool, now time.Time) {
+	if !p.Allowed {
+		return
+	}
+	// Drawn before the lock: Rand is injected code and runs outside it.
+	r := 0.5
+	if failed {
+		r = b.s.Rand()
+	}
+	var until time.Time
+	b.mu.Lock()
+	if p.gen != b.gen {
+		b.mu.Unlock()
+		return
+	}
+	if p.Probe {
+		if !b.probing {
+			b.mu.Unlock()
+			return
+		}
+		b.probing = false
+		if !failed {
+			b.close()
+			b.mu.Unlock()
+			return
+		}
+		next := 2 * b.openFor
+		if next > b.s.MaxOpenFor {
+			next = b.s.MaxOpenFor
+		}
+		until = b.trip(now, next, r)
+	} else {
+		if b.tripped {
+			b.mu.Unlock()
+			return
+		}
+		b.win.add(now, failed)
+		if !failed {
+			b.mu.Unlock()
+			return
+		}
+		ok, failures := b.win.counts(now)
+		total := ok + failures
+		if total < b.s.MinRequests || float64(failures) < b.s.FailureRatio*float64(total) {
+			b.mu.Unlock()
+			return
+		}
+		until = b.trip(now, b.s.OpenFor, r)
+	}
+	b.mu.Unlock()
+	if b.s.OnTrip != nil {
+		b.s.OnTrip(b.key, until)
+	}
+}
+
+// Release hands back a permit whose fetch ended without a result the breaker should count,
+// such as a client that hung up. A released probe lets the next Allow send another probe, so
+// an abandoned probe cannot wedge a half-open breaker.
+func (b *Breaker) Release(p Permit, now time.Time) {
+	if !p.Probe {
+		return
+	}
+	b.mu.Lock()
+	if p.gen == b.gen && b.probing {
+		b.probing = false
+	}
+	b.mu.Unlock()
+}
+
+// Observe adopts an open deadline learned from another instance through a shared store, if
+// it is later than both now and the local deadline: a fleet stops together, while each
+// instance still decides locally when to probe. It reports whether the deadline was adopted.
+// Observe does not call OnTrip, so deadlines do not echo between instances.
+func (b *Breaker) Observe(openUntil, now time.Time) bool {
+	b.mu.Lock()
+	if !openUntil.After(now) || !openUntil.After(b.openUntil) {
+		b.mu.Unlock()
+		return false
+	}
+	b.open(openUntil)
+	b.mu.Unlock()
+	return true
+}
+
+// ForceOpen opens the breaker for d from now (d <= 0: OpenFor), whatever its state, at an
+// operator's request; it then goes half-open like any open breaker. OnTrip is called so that
+// the fleet follows.
+func (b *Breaker) ForceOpen(now time.Time, d time.Duration) {
+	if d <= 0 {
+		d = b.s.OpenFor
+	}
+	until := now.Add(d)
+	b.mu.Lock()
+	b.open(until)
+	b.mu.Unlock()
+	if b.s.OnTrip != nil {
+		b.s.OnTrip(b.key, until)
+	}
+}
+
+// ForceClose closes the breaker at an operator's request and clears its counts, so the
+// failures that opened it cannot reopen it at once. A deadline shared with other instances is
+// the engine's to clear, or the next Observe adopts it again.
+func (b *Breaker) ForceClose(now time.Time) {
+	b.mu.Lock()
+	b.close()
+	b.mu.Unlock()
+}
+
+// State returns StateClosed, StateOpen or StateHalfOpen at now.
+func (b *Breaker) State(now time.Time) int {
+	b.mu.Lock()
+	st := b.state(now)
+	b.mu.Unlock()
+	return st
+}
+
+// Status returns a snapshot of the breaker at now.
+func (b *Breaker) Status(now time.Time) Status {
+	b.mu.Lock()
+	st := Status{Key: b.key, State: b.state(now), OpenUntil: b.openUntil, Trips: b.trips}
+	if !b.tripped {
+		st.OK, st.Failures = b.win.counts(now)
+	}
+	b.mu.Unlock()
+	return st
+}
+
+// state returns the state at now. b.mu must be held.
+func (b *Breaker) state(now time.Time) int {
+	if !b.tripped {
+		return StateClosed
+	}
+	if now.Before(b.openUntil) {
+		return StateOpen
+	}
+	return StateHalfOpen
+}
+
+// trip opens the breaker for base, varied by the jitter at r in [0, 1), and returns the open
+// deadline. b.mu must be held.
+func (b *Breaker) trip(now time.Time, base time.Duration, r float64) time.Time {
+	b.openFor = base
+	b.trips++
+	b.open(now.Add(b.jittered(base, r)))
+	return b.openUntil
+}
+
+// open sets the open deadline and starts a new generation. b.mu must be held.
+func (b *Breaker) open(until time.Time) {
+	b.gen++
+	b.tripped = true
+	b.openUntil = until
+	b.probing = false
+	if b.openFor == 0 {
+		b.openFor = b.s.OpenFor
+	}
+}
+
+// close closes the breaker, clears its counts and starts a new generation. b.mu must be held.
+func (b *Breaker) close() {
+	b.gen++
+	b.tripped = false
+	b.openUntil = time.Time{}
+	b.openFor = 0
+	b.probing = false
+	b.win.reset()
+}
+
+// jittered returns base varied by up to Jitter either way at r in [0, 1). A period that would
+// pass MaxOpenFor is reflected below it, so periods at the cap still spread out.
+func (b *Breaker) jittered(base time.Duration, r float64) time.Duration {
+	if r < 0 || math.IsNaN(r) {
+		r = 0
+	}
+	if r > 1 {
+		r = 1
+	}
+	d := time.Duration(float64(base) * (1 + b.s.Jitter*(2*r-1)))
+	if d > b.s.MaxOpenFor {
+		d = 2*b.s.MaxOpenFor - d
+	}
+	if d <= 0 {
+		d = 1
+	}
+	return d
+}

@@ -1,0 +1,73 @@
+package breaker_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+)
+
+// The engine asks before each origin fetch and records each result with its permit.
+func ExampleBreaker() {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	b, err := breaker.New("", breaker.Settings{
+		Rand:   func() float64 { return 0.5 }, // no jitter, for a stable example
+		OnTrip: func(key string, until time.Time) { fmt.Println("tripped until", until.Format("15:04:05")) },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i := 0; i < 20; i++ {
+		p := b.Allow(now)
+		b.Record(p, true, now) // say the origin answered 503
+	}
+	p := b.Allow(now.Add(time.Second))
+	fmt.Println("allowed:", p.Allowed, "retry after:", p.RetryAfter)
+
+	probe := b.Allow(now.Add(5 * time.Second))
+	fmt.Println("probe:", probe.Probe, "state:", breaker.StateName(b.State(now.Add(5*time.Second))))
+	b.Record(probe, false, now.Add(5*time.Second))
+	fmt.Println("state:", breaker.StateName(b.State(now.Add(5*time.Second))))
+	// Output:
+	// tripped until 12:00:05
+	// allowed: false retry after: 4s
+	// probe: true state: half-open
+	// state: closed
+}
+
+func ExampleScopeKey() {
+	for _, h := range []string{"a.example.co.uk:443", "B.Example.co.uk.", "[2001:db8:0::1]:8443", "192.0.2.7:80"} {
+		fmt.Printf("%-22s host=%-16s domain=%s\n", h, breaker.ScopeKey(breaker.ScopeHost, h), breaker.ScopeKey(breaker.ScopeDomain, h))
+	}
+	// Output:
+	// a.example.co.uk:443    host=a.example.co.uk  domain=example.co.uk
+	// B.Example.co.uk.       host=b.example.co.uk  domain=example.co.uk
+	// [2001:db8:0::1]:8443   host=[2001:db8::1]    domain=[2001:db8::1]
+	// 192.0.2.7:80           host=192.0.2.7        domain=192.0.2.7
+}
+
+// A Group keeps one breaker per scope key, and adopts deadlines other instances share.
+func ExampleGroup() {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	g, err := breaker.NewGroup(breaker.Settings{Scope: breaker.ScopeDomain})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Another instance tripped example.com's breaker until 12:00:30.
+	g.Observe("example.com", now.Add(30*time.Second), now)
+
+	key := breaker.ScopeKey(breaker.ScopeDomain, "img.example.com")
+	p := g.Get(key, now).Allow(now)
+	fmt.Println(key, "allowed:", p.Allowed, "retry after:", p.RetryAfter)
+	// Output:
+	// example.com allowed: false retry after: 30s
+}
+
+func ExampleParseScope() {
+	_, err := breaker.ParseScope("region")
+	fmt.Println(err)
+	// Output:
+	// breaker.scope: "region" must be one of engine, host, domain: invalid setting
+}

@@ -1,0 +1,155 @@
+package breaker
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// evictScan is how many of the least recently used breakers a full Group looks at for a
+// closed one to evict, before it evicts the least recently used whatever its state.
+const evictScan = 16
+
+// node links a breaker into its Group's recency list.
+type node struct {
+	key        string
+	b          *Breaker
+	prev, next *node // prev is more recently used
+}
+
+// Group holds the breakers of one engine, one per scope key (see ScopeKey), and bounds how
+// many it holds: when full, a new key evicts a closed breaker among the least recently used,
+// so a flood of host names costs at most MaxBreakers breakers. An evicted breaker that the
+// engine still holds keeps working; it is simply no longer shared.
+type Group struct {
+	s Settings // validated, defaults applied
+
+	// mu guards nodes and the recency list. Lock order: a Group's mu, then a Breaker's.
+	mu    sync.Mutex
+	nodes map[string]*node
+	head  *node // most recently used
+	tail  *node // least recently used
+}
+
+// NewGroup returns an empty group whose breakers use s, or an error naming the first invalid
+// setting.
+func NewGroup(s Settings) (*Group, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &Group{s: s.withDefaults(), nodes: make(map[string]*node)}, nil
+}
+
+// Get returns the breaker for key, making a closed one if there is none.
+func (g *Group) Get(key string, now time.Time) *Breaker {
+	g.mu.Lock()
+	n := g.nodes[key]
+	if n != nil {
+		if n != g.head {
+			g.unlink(n)
+			g.pushFront(n)
+		}
+		g.mu.Unlock()
+		return n.b
+	}
+	if len(g.nodes) >= g.s.MaxBreakers {
+		g.evict(now)
+	}
+	n = &node{key: key, b: newBreaker(key, g.s)}
+	g.nodes[key] = n
+	g.pushFront(n)
+	g.mu.Unlock()
+	return n.b
+}
+
+// Lookup returns the breaker for key without making one.
+func (g *Group) Lookup(key string) (*Breaker, bool) {
+	g.mu.Lock()
+	n := g.nodes[key]
+	g.mu.Unlock()
+	if n == nil {
+		return nil, false
+	}
+	return n.b, true
+}
+
+// Observe adopts a deadline learned from another instance for key (see Breaker.Observe),
+// making the breaker if needed. A deadline already passed makes no breaker.
+func (g *Group) Observe(key string, openUntil, now time.Time) bool {
+	if !openUntil.After(now) {
+		return false
+	}
+	return g.Get(key, now).Observe(openUntil, now)
+}
+
+// Len returns how many breakers the group holds.
+func (g *Group) Len() int {
+	g.mu.Lock()
+	n := len(g.nodes)
+	g.mu.Unlock()
+	return n
+}
+
+// Snapshot returns the status of every breaker, ordered by key.
+func (g *Group) Snapshot(now time.Time) []Status {
+	g.mu.Lock()
+	bs := make([]*Breaker, 0, len(g.nodes))
+	for n := g.head; n != nil; n = n.next {
+		bs = append(bs, n.b)
+	}
+	g.mu.Unlock()
+	out := make([]Status, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, b.Status(now))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// evict drops the least recently used closed breaker among the last evictScan, or the least
+// recently used one if all of those are open or half-open. g.mu must be held.
+func (g *Group) evict(now time.Time) {
+	victim := g.tail
+	n := g.tail
+	for i := 0; i < evictScan && n != nil; i++ {
+		if n.b.State(now) == StateClosed {
+			victim = n
+			break
+		}
+		n = n.prev
+	}
+	if victim == nil {
+		return
+	}
+	g.unlink(victim)
+	delete(g.nodes, victim.key)
+}
+
+// pushFront makes n the most recently used. g.mu must be held.
+func (g *Group) pushFront(n *node) {
+	n.prev = nil
+	n.next = g.head
+	if g.head != nil {
+		g.head.prev = n
+	}
+	g.head = n
+	if g.tail == nil {
+		g.tail = n
+	}
+}
+
+// unlink takes n out of the recency list. g.mu must be held.
+func (g *Group) unlink(n *node) {
+	if n.prev != nil {
+		n.prev.next = n.next
+	} else {
+		g.head = n.next
+	}
+	if n.next != nil {
+		n.next.prev = n.prev
+	} else {
+		g.tail = n.prev
+	}
+	n.prev = nil
+	n.next = nil
+}

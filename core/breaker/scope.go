@@ -1,0 +1,139 @@
+package breaker
+
+import (
+	"net"
+	"strings"
+)
+
+// secondLevels are second-level labels under which, beneath a two-letter country code,
+// registries hand out names: example.co.uk, example.com.au, example.ac.jp.
+var secondLevels = map[string]bool{
+	"co": true, "com": true, "net": true, "org": true, "gov": true, "edu": true, "ac": true,
+}
+
+// ScopeKey returns the key of the breaker that guards fetches to host under scope:
+//
+//   - ScopeEngine (and any other value): "", one breaker for the engine.
+//   - ScopeHost: the host in ASCII lower case, without port or trailing dots; an IPv4 literal
+//     as is, an IPv6 literal in its shortest form between brackets ("[2001:db8::1]").
+//   - ScopeDomain: the registrable domain of the host, so that a.example.co.uk and
+//     b.example.co.uk share one breaker. IP literals, and names whose last label is all
+//     digits, are kept whole. Otherwise the key is the last two labels, or the last three
+//     when the name looks like it sits under a country's second level: the last label is
+//     two ASCII letters (a country code) and the label before it is two ASCII letters or one
+//     of co, com, net, org, gov, edu, ac (example.co.uk, example.com.au, example.ne.jp).
+//
+// The domain rule is a heuristic standing in for the Public Suffix List, which Weir does not
+// carry: it is right for generic top-level domains and the common country second levels, and
+// wrong for the rest in a harmless way: a breaker guards a little more or a little less than
+// one registrant's names (shop.ab.de is taken to sit under a second level "ab").
+//
+// Applied to its own result, ScopeKey returns the same key.
+func ScopeKey(scope, host string) string {
+	switch scope {
+	case ScopeHost:
+		return hostKey(host)
+	case ScopeDomain:
+		return domainKey(hostKey(host))
+	}
+	return ""
+}
+
+// hostKey normalises an authority's host: ASCII lower case, port and trailing dots dropped,
+// IP literals in canonical form. Anything it cannot make sense of is kept, lower-cased, so
+// that odd hosts still get a breaker of their own.
+func hostKey(host string) string {
+	h := lowerASCII(host)
+	if strings.HasPrefix(h, "[") {
+		if end := strings.IndexByte(h, ']'); end > 0 {
+			inner := h[1:end]
+			if ip := net.ParseIP(inner); ip != nil {
+				return ipKey(ip)
+			}
+			return h[:end+1]
+		}
+	}
+	switch strings.Count(h, ":") {
+	case 0:
+		return strings.TrimRight(h, ".")
+	case 1:
+		// host:port
+		return strings.TrimRight(h[:strings.IndexByte(h, ':')], ".")
+	}
+	// Several colons and no brackets: a bare IPv6 literal, which carries no port.
+	h = strings.TrimRight(h, ".")
+	if ip := net.ParseIP(h); ip != nil {
+		return ipKey(ip)
+	}
+	return h
+}
+
+// ipKey returns an IPv4 address in dotted form and an IPv6 address in brackets.
+func ipKey(ip net.IP) string {
+	if ip.To4() != nil {
+		return ip.String()
+	}
+	return "[" + ip.String() + "]"
+}
+
+// domainKey returns the registrable domain of a host already normalised by hostKey.
+func domainKey(h string) string {
+	// Colons or brackets: an IP literal, or no domain name at all.
+	if strings.ContainsAny(h, ":[]") {
+		return h
+	}
+	last := strings.LastIndexByte(h, '.')
+	if last < 0 || allDigits(h[last+1:]) {
+		return h
+	}
+	second := strings.LastIndexByte(h[:last], '.')
+	if second < 0 {
+		return h
+	}
+	tld := h[last+1:]
+	sld := h[second+1 : last]
+	if !(isCountryCode(tld) && (isCountryCode(sld) || secondLevels[sld])) {
+		return h[second+1:]
+	}
+	third := strings.LastIndexByte(h[:second], '.')
+	if third < 0 {
+		return h
+	}
+	return h[third+1:]
+}
+
+// isCountryCode reports whether s is two ASCII letters.
+func isCountryCode(s string) bool {
+	return len(s) == 2 && s[0] >= 'a' && s[0] <= 'z' && s[1] >= 'a' && s[1] <= 'z'
+}
+
+// allDigits reports whether s is one or more ASCII digits.
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerASCII lower-cases ASCII letters only: host names on the wire are ASCII and compared
+// case-insensitively (RFC 9110 section 4.2.3); other bytes are left alone, so the result is
+// stable when applied again.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}

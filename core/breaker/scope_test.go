@@ -1,0 +1,87 @@
+package breaker
+
+import "testing"
+
+func TestScopeKey(t *testing.T) {
+	tests := []struct {
+		desc   string
+		host   string
+		host2  string // want under ScopeHost
+		domain string // want under ScopeDomain
+	}{
+		{desc: "plain name", host: "api.example.com", host2: "api.example.com", domain: "example.com"},
+		{desc: "deep name", host: "a.b.c.example.org", host2: "a.b.c.example.org", domain: "example.org"},
+		{desc: "registrable name itself", host: "example.com", host2: "example.com", domain: "example.com"},
+		{desc: "single label", host: "localhost", host2: "localhost", domain: "localhost"},
+		{desc: "port stripped", host: "api.example.com:8443", host2: "api.example.com", domain: "example.com"},
+		{desc: "case folded", host: "API.Example.COM", host2: "api.example.com", domain: "example.com"},
+		{desc: "trailing dot", host: "api.example.com.", host2: "api.example.com", domain: "example.com"},
+		{desc: "trailing dot and port", host: "api.example.com.:80", host2: "api.example.com", domain: "example.com"},
+		{desc: "co.uk", host: "a.example.co.uk", host2: "a.example.co.uk", domain: "example.co.uk"},
+		{desc: "co.uk sibling", host: "b.example.co.uk", host2: "b.example.co.uk", domain: "example.co.uk"},
+		{desc: "co.uk registrable", host: "example.co.uk", host2: "example.co.uk", domain: "example.co.uk"},
+		{desc: "co.uk alone", host: "co.uk", host2: "co.uk", domain: "co.uk"},
+		{desc: "com.au", host: "shop.example.com.au", host2: "shop.example.com.au", domain: "example.com.au"},
+		{desc: "ac.jp", host: "www.u-tokyo.ac.jp", host2: "www.u-tokyo.ac.jp", domain: "u-tokyo.ac.jp"},
+		{desc: "two-letter second level", host: "www.example.ne.jp", host2: "www.example.ne.jp", domain: "example.ne.jp"},
+		{desc: "ordinary country domain", host: "www.example.de", host2: "www.example.de", domain: "example.de"},
+		{desc: "com under a generic domain is not a second level", host: "a.example.com.net", host2: "a.example.com.net", domain: "com.net"},
+		{desc: "IPv4", host: "192.0.2.10", host2: "192.0.2.10", domain: "192.0.2.10"},
+		{desc: "IPv4 with port", host: "192.0.2.10:8080", host2: "192.0.2.10", domain: "192.0.2.10"},
+		{desc: "IPv6 in brackets", host: "[2001:DB8:0::1]", host2: "[2001:db8::1]", domain: "[2001:db8::1]"},
+		{desc: "IPv6 with port", host: "[2001:db8::1]:443", host2: "[2001:db8::1]", domain: "[2001:db8::1]"},
+		{desc: "bare IPv6", host: "2001:db8::1", host2: "[2001:db8::1]", domain: "[2001:db8::1]"},
+		{desc: "IPv4-mapped IPv6", host: "[::ffff:192.0.2.1]:80", host2: "192.0.2.1", domain: "192.0.2.1"},
+		{desc: "IPv6 with zone kept whole", host: "[fe80::1%25eth0]:80", host2: "[fe80::1%25eth0]", domain: "[fe80::1%25eth0]"},
+		{desc: "numeric last label kept whole", host: "10.1.2.300", host2: "10.1.2.300", domain: "10.1.2.300"},
+		{desc: "empty", host: "", host2: "", domain: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := ScopeKey(ScopeHost, tc.host); got != tc.host2 {
+				t.Errorf("ScopeKey(host, %q) = %q, want %q", tc.host, got, tc.host2)
+			}
+			if got := ScopeKey(ScopeDomain, tc.host); got != tc.domain {
+				t.Errorf("ScopeKey(domain, %q) = %q, want %q", tc.host, got, tc.domain)
+			}
+			if got := ScopeKey(ScopeEngine, tc.host); got != "" {
+				t.Errorf("ScopeKey(engine, %q) = %q, want \"\"", tc.host, got)
+			}
+		})
+	}
+}
+
+// scopeKeySeeds are hosts, odd and ordinary, that FuzzScopeKey starts from and that
+// TestScopeKeySeeds checks where fuzzing does not run.
+var scopeKeySeeds = []string{
+	"", ".", "..", ":", "::", "[", "]", "[]", "[:]", "[::1]", "[::1]:80", "::1", "::1.",
+	"a:b", "a:b:c", "[a:b]", "[a:b", "a.:80", "a:80.", "a..b", "x.Co.UK.", "1.2.3.4",
+	"1.2.3.4:", "::ffff:1.2.3.4", "[fe80::1%eth0]", "ÄBC.example.com", "\xff\xfe.de",
+	"a.b.co.uk:443", "example.com..", "[2001:db8::1]x", ".[].A",
+}
+
+// checkScopeKey fails t unless ScopeKey is stable on its own output for host.
+func checkScopeKey(t *testing.T, host string) {
+	t.Helper()
+	for _, scope := range []string{ScopeHost, ScopeDomain} {
+		once := ScopeKey(scope, host)
+		if twice := ScopeKey(scope, once); twice != once {
+			t.Errorf("ScopeKey(%s, %q) = %q, but ScopeKey(%s, %q) = %q", scope, host, once, scope, once, twice)
+		}
+	}
+}
+
+func TestScopeKeySeeds(t *testing.T) {
+	for _, h := range scopeKeySeeds {
+		checkScopeKey(t, h)
+	}
+}
+
+func FuzzScopeKey(f *testing.F) {
+	for _, h := range scopeKeySeeds {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		checkScopeKey(t, host)
+	})
+}

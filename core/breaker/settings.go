@@ -1,0 +1,186 @@
+package breaker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"strings"
+	"time"
+)
+
+// Defaults applied to zero Settings fields.
+const (
+	// DefaultWindow is how far back fetch results count (FR-CB-1).
+	DefaultWindow = 10 * time.Second
+	// DefaultMinRequests is how many completed fetches the window must hold before the breaker
+	// may open (FR-CB-2): a handful of failures on a quiet route says little.
+	DefaultMinRequests = 20
+	// DefaultFailureRatio is the share of failed fetches that opens the breaker (FR-CB-2).
+	DefaultFailureRatio = 0.5
+	// DefaultOpenFor is how long a breaker stays open after it first trips (FR-CB-3).
+	DefaultOpenFor = 5 * time.Second
+	// DefaultMaxOpenFor caps the doubling of the open period after failed probes (FR-CB-4).
+	DefaultMaxOpenFor = 60 * time.Second
+	// DefaultJitter spreads open periods by up to 20% either way, so that breakers that
+	// opened together (a fleet sharing a deadline, many hosts behind one origin) do not all
+	// probe at the same instant.
+	DefaultJitter = 0.2
+	// DefaultProbeTimeout is how long a probe may stay out before another is let through. The
+	// engine releases every probe it abandons, so this is a backstop; set it to the origin
+	// timeout plus a margin.
+	DefaultProbeTimeout = 30 * time.Second
+	// DefaultMaxBreakers bounds a Group, so that a flood of host names cannot grow memory
+	// without bound.
+	DefaultMaxBreakers = 10000
+)
+
+// Scopes: which fetches share a breaker.
+const (
+	// ScopeEngine gives the whole engine one breaker: every upstream fails together.
+	ScopeEngine = "engine"
+	// ScopeHost gives each upstream host its own breaker.
+	ScopeHost = "host"
+	// ScopeDomain gives each registrable domain its own breaker (see ScopeKey).
+	ScopeDomain = "domain"
+)
+
+// ProbeRetryAfter is the wait a half-open breaker reports while its probe is out: the probe's
+// answer may close the breaker at any moment.
+const ProbeRetryAfter = time.Second
+
+// Errors returned by this package.
+var (
+	// ErrInvalidSetting wraps every Settings validation error.
+	ErrInvalidSetting = errors.New("invalid setting")
+)
+
+// Settings tune a breaker. The zero value of every field selects its default.
+type Settings struct {
+	// Window is how far back fetch results count. Zero: DefaultWindow. At least 10ms.
+	// Results are counted in ten buckets, so a result counts for between nine and ten tenths
+	// of the window.
+	Window time.Duration
+	// MinRequests is how many completed fetches the window must hold before the breaker may
+	// open. Zero: DefaultMinRequests.
+	MinRequests int
+	// FailureRatio is the share of failed fetches, at or above which the breaker opens.
+	// Zero: DefaultFailureRatio. At most 1.
+	FailureRatio float64
+	// OpenFor is how long the breaker stays open when it first trips. Zero: DefaultOpenFor.
+	OpenFor time.Duration
+	// MaxOpenFor caps the open period, which doubles after each failed probe.
+	// Zero: DefaultMaxOpenFor. Not less than OpenFor.
+	MaxOpenFor time.Duration
+	// Jitter is the fraction by which each open period is varied at random, either way.
+	// Zero: DefaultJitter. Less than 1. For no jitter, inject a Rand that returns 0.5.
+	Jitter float64
+	// ProbeTimeout is how long a probe may stay out without a result before another probe is
+	// let through. Zero: DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+	// Scope is ScopeEngine, ScopeHost or ScopeDomain (see ParseScope). Empty: ScopeEngine.
+	// The breaker itself ignores it; the engine uses it with ScopeKey and a Group.
+	Scope string
+	// MaxBreakers bounds how many breakers a Group holds. Zero: DefaultMaxBreakers.
+	MaxBreakers int
+
+	// Rand returns a number in [0, 1) that places each open period within its jitter.
+	// Nil: math/rand. Tests inject a fixed source.
+	Rand func() float64
+	// OnTrip, when not nil, is called each time a breaker opens on its own (a trip, a failed
+	// probe or ForceOpen; not Observe), outside any lock, with the breaker's key and its new
+	// open deadline, so that the engine can share the deadline with other instances. It must
+	// not block: hand the deadline to a goroutine that writes it to the shared store, and let
+	// a store error leave the breaker working locally.
+	OnTrip func(key string, openUntil time.Time)
+}
+
+// ParseScope returns the scope named by s (case-insensitive; empty selects ScopeEngine), or
+// an error naming the value.
+func ParseScope(s string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", ScopeEngine:
+		return ScopeEngine, nil
+	case ScopeHost:
+		return ScopeHost, nil
+	case ScopeDomain:
+		return ScopeDomain, nil
+	}
+	return "", fmt.Errorf("breaker.scope: %q must be one of engine, host, domain: %w", s, ErrInvalidSetting)
+}
+
+// Validate reports the first setting out of range, naming the field and its value.
+func (s Settings) Validate() error {
+	if s.Window < 0 || (s.Window > 0 && s.Window < 10*time.Millisecond) {
+		return fmt.Errorf("breaker.window: %v must be at least 10ms: %w", s.Window, ErrInvalidSetting)
+	}
+	if s.MinRequests < 0 {
+		return fmt.Errorf("breaker.minRequests: %d must not be negative: %w", s.MinRequests, ErrInvalidSetting)
+	}
+	if math.IsNaN(s.FailureRatio) || s.FailureRatio < 0 || s.FailureRatio > 1 {
+		return fmt.Errorf("breaker.failureRatio: %v must be between 0 and 1: %w", s.FailureRatio, ErrInvalidSetting)
+	}
+	if s.OpenFor < 0 {
+		return fmt.Errorf("breaker.openFor: %v must not be negative: %w", s.OpenFor, ErrInvalidSetting)
+	}
+	if s.MaxOpenFor < 0 {
+		return fmt.Errorf("breaker.maxOpenFor: %v must not be negative: %w", s.MaxOpenFor, ErrInvalidSetting)
+	}
+	if math.IsNaN(s.Jitter) || s.Jitter < 0 || s.Jitter >= 1 {
+		return fmt.Errorf("breaker.jitter: %v must be at least 0 and less than 1: %w", s.Jitter, ErrInvalidSetting)
+	}
+	if s.ProbeTimeout < 0 {
+		return fmt.Errorf("breaker.probeTimeout: %v must not be negative: %w", s.ProbeTimeout, ErrInvalidSetting)
+	}
+	if s.MaxBreakers < 0 {
+		return fmt.Errorf("breaker.maxBreakers: %d must not be negative: %w", s.MaxBreakers, ErrInvalidSetting)
+	}
+	if _, err := ParseScope(s.Scope); err != nil {
+		return err
+	}
+	d := s.withDefaults()
+	if d.MaxOpenFor < d.OpenFor {
+		return fmt.Errorf("breaker.maxOpenFor: %v must not be less than breaker.openFor (%v): %w", d.MaxOpenFor, d.OpenFor, ErrInvalidSetting)
+	}
+	return nil
+}
+
+// withDefaults returns s with every zero field set to its default. It is the one place
+// defaults are applied.
+func (s Settings) withDefaults() Settings {
+	if s.Window == 0 {
+		s.Window = DefaultWindow
+	}
+	if s.MinRequests == 0 {
+		s.MinRequests = DefaultMinRequests
+	}
+	if s.FailureRatio == 0 {
+		s.FailureRatio = DefaultFailureRatio
+	}
+	if s.OpenFor == 0 {
+		s.OpenFor = DefaultOpenFor
+	}
+	if s.MaxOpenFor == 0 {
+		s.MaxOpenFor = DefaultMaxOpenFor
+	}
+	if s.Jitter == 0 {
+		s.Jitter = DefaultJitter
+	}
+	if s.ProbeTimeout == 0 {
+		s.ProbeTimeout = DefaultProbeTimeout
+	}
+	if s.MaxBreakers == 0 {
+		s.MaxBreakers = DefaultMaxBreakers
+	}
+	scope, err := ParseScope(s.Scope)
+	if err != nil {
+		scope = ScopeEngine
+	}
+	s.Scope = scope
+	if s.Rand == nil {
+		// A closure rather than the function itself keeps Yaegi from storing a compiled
+		// symbol in an interpreted func field.
+		s.Rand = func() float64 { return rand.Float64() }
+	}
+	return s
+}

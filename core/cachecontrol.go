@@ -1,0 +1,121 @@
+package core
+
+import (
+	"strconv"
+	"strings"
+)
+
+// maxDeltaSeconds caps delta-seconds values: RFC 9111 section 1.2.2 lets a cache treat any
+// larger value as 2^31.
+const maxDeltaSeconds = 1 << 31
+
+// cacheControl holds the Cache-Control directives Weir acts on. Ages are in seconds; -1 means
+// the directive is absent.
+type cacheControl struct {
+	noStore, noCache, private, public  bool
+	mustRevalidate, proxyRevalidate    bool
+	maxAge, sMaxAge                    int64
+	staleWhileRevalidate, staleIfError int64
+	// invalid is set when a directive that bounds freshness is malformed or repeated with
+	// different values; the answer is then treated as stale (RFC 9111 section 4.2.1).
+	invalid bool
+}
+
+// parseCacheControl reads every Cache-Control field line. It is conservative with malformed
+// input: an unparsable age makes the answer stale, a qualified private or no-cache
+// (`private="Set-Cookie"`) counts as the unqualified directive.
+func parseCacheControl(lines []string) cacheControl {
+	cc := cacheControl{maxAge: -1, sMaxAge: -1, staleWhileRevalidate: -1, staleIfError: -1}
+	for _, line := range lines {
+		for len(line) > 0 {
+			var part string
+			part, line = nextDirective(line)
+			name, value := part, ""
+			if i := strings.IndexByte(part, '='); i >= 0 {
+				name, value = strings.TrimSpace(part[:i]), strings.TrimSpace(part[i+1:])
+			}
+			switch strings.ToLower(name) {
+			case "no-store":
+				cc.noStore = true
+			case "no-cache":
+				cc.noCache = true
+			case "private":
+				cc.private = true
+			case "public":
+				cc.public = true
+			case "must-revalidate":
+				cc.mustRevalidate = true
+			case "proxy-revalidate":
+				cc.proxyRevalidate = true
+			case "max-age":
+				cc.maxAge = cc.age(cc.maxAge, value)
+			case "s-maxage":
+				cc.sMaxAge = cc.age(cc.sMaxAge, value)
+			case "stale-while-revalidate":
+				cc.staleWhileRevalidate = cc.age(cc.staleWhileRevalidate, value)
+			case "stale-if-error":
+				cc.staleIfError = cc.age(cc.staleIfError, value)
+			}
+		}
+	}
+	return cc
+}
+
+// nextDirective splits off the first comma-separated directive, keeping commas inside a
+// quoted string (`no-cache="a, b"`) with the directive.
+func nextDirective(s string) (part, rest string) {
+	inQuote := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			inQuote = !inQuote
+		case '\\':
+			if inQuote {
+				i++
+			}
+		case ',':
+			if !inQuote {
+				return strings.TrimSpace(s[:i]), s[i+1:]
+			}
+		}
+	}
+	return strings.TrimSpace(s), ""
+}
+
+// age parses a delta-seconds value for a directive already seen as prev. A malformed value,
+// or a repeat with another value, marks the whole header invalid and reads as zero.
+func (cc *cacheControl) age(prev int64, value string) int64 {
+	v, ok := parseDeltaSeconds(value)
+	if !ok || (prev >= 0 && prev != v) {
+		cc.invalid = true
+		return 0
+	}
+	return v
+}
+
+// parseDeltaSeconds reads a non-negative integer of seconds, quoted or not (RFC 9111
+// section 5.2 allows both forms on the wire), capped at 2^31.
+func parseDeltaSeconds(s string) (int64, bool) {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	if s == "" {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	if len(s) > 10 {
+		return maxDeltaSeconds, true
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if v > maxDeltaSeconds {
+		v = maxDeltaSeconds
+	}
+	return v, true
+}

@@ -1,0 +1,45 @@
+package core
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/weirproxy/weir/core/store"
+)
+
+// Fields a 304 leaves out: the representation's framing (RFC 9110 section 15.4.5).
+var notModifiedDrop = []string{"Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding"}
+
+// notModified evaluates a client's validators against a stored answer (RFC 9110 section
+// 13.2.2): If-None-Match first, If-Modified-Since only without it.
+func notModified(r *http.Request, ent *store.Entry) bool {
+	if ent.Status != http.StatusOK {
+		return false
+	}
+	if inm := r.Header["If-None-Match"]; len(inm) > 0 {
+		etag := ent.Header.Get("Etag")
+		for _, line := range inm {
+			for _, tag := range strings.Split(line, ",") {
+				tag = strings.TrimSpace(tag)
+				if tag == "*" || (etag != "" && weakMatch(tag, etag)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	lm, err := http.ParseTime(ent.Header.Get("Last-Modified"))
+	if err != nil {
+		return false
+	}
+	ims, err := http.ParseTime(r.Header.Get("If-Modified-Since"))
+	if err != nil {
+		return false
+	}
+	return !lm.After(ims)
+}
+
+// weakMatch compares entity tags by the weak comparison of RFC 9110 section 8.8.3.2.
+func weakMatch(a, b string) bool {
+	return strings.TrimPrefix(a, "W/") == strings.TrimPrefix(b, "W/")
+}

@@ -1,0 +1,327 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/weirproxy/weir/core/store"
+)
+
+// errDetached stops an origin answer's copy once nobody can receive it.
+var errDetached = errors.New("weir: client gone or answer over the size limit")
+
+// fetchResult is what one origin fetch made on behalf of the cache produced.
+type fetchResult struct {
+	status int
+	header http.Header
+	body   []byte
+
+	// entry is the answer as it may be shared and served from storage; nil when it may not
+	// be shared (then followers look up once more and fetch on their own).
+	entry *store.Entry
+	// varKey is the variant key the entry answers, when it varies.
+	varKey string
+	stored bool
+	// reason says why the answer was not stored.
+	reason string
+	// originError marks a 500, 502, 503 or 504 from the origin or its proxy (which answers
+	// 502 or 504 for network errors): every waiter gets it, or stale if allowed (FR-COA-5).
+	originError bool
+	// streamed marks an answer written to the leader as it arrived: nobody else can have it.
+	streamed bool
+	// revalidated marks a 304 that refreshed a stale entry.
+	revalidated bool
+	// shed is the limiter's refusal when the fetch got no origin slot (FR-LIM-5).
+	shed error
+	// open is how long the upstream's breaker stays open, when it refused the fetch (FR-CB-5).
+	open time.Duration
+}
+
+// Fields of a client's request that the cache's own fetch leaves out: the cache wants the
+// whole answer, and sets its own validators from what it holds.
+var fetchDrop = []string{"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"}
+
+// fetchRequest prepares the request Weir sends on behalf of the cache: detached from the
+// client's cancellation (FR-COA-2) but bounded by timeouts.origin, conditional when a stale
+// entry has validators (RFC 9111 section 4.3.1).
+func (h *Handler) fetchRequest(r *http.Request, stale *store.Entry) (*http.Request, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.s.OriginTimeout)
+	req := r.Clone(ctx)
+	// Weir stores GET answers and serves HEAD from them: a HEAD that leads a fetch or a
+	// refresh must not store an answer without its body.
+	req.Method = http.MethodGet
+	for _, k := range fetchDrop {
+		delete(req.Header, k)
+	}
+	req.Body = http.NoBody
+	req.ContentLength = 0
+	if stale != nil {
+		if etag := stale.Header.Get("Etag"); etag != "" {
+			req.Header["If-None-Match"] = []string{etag}
+		}
+		if lm := stale.Header.Get("Last-Modified"); lm != "" {
+			req.Header["If-Modified-Since"] = []string{lm}
+		}
+	}
+	return req, cancel
+}
+
+// fetch sends req to the origin and stores what may be stored. sk is the leader's writer
+// for answers that cannot be held; nil for background refreshes.
+func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string, stale *store.Entry, sk *sink) *fetchResult {
+	defer cancel()
+	b, permit := h.admit(req, h.s.Now())
+	if !permit.Allowed {
+		return &fetchResult{open: permit.RetryAfter}
+	}
+	// Every fetch holds an origin slot until its answer is buffered or streamed (FR-LIM-1);
+	// a background refresh never queues and never takes the foreground's reserve (FR-LIM-4).
+	var release func()
+	var err error
+	if sk == nil {
+		release, err = h.e.limiter.TryAcquire(limitRequest(req))
+	} else {
+		release, err = h.e.limiter.Acquire(req.Context(), limitRequest(req))
+	}
+	if err != nil {
+		b.Release(permit, h.s.Now())
+		return &fetchResult{shed: err}
+	}
+	defer release()
+	rec := &recorder{h: h, req: req, header: make(http.Header), sink: sk, stale: stale != nil}
+	reqTime := h.s.Now()
+	h.next.ServeHTTP(rec, req)
+	respTime := h.s.Now()
+	if !rec.wroteHeader {
+		rec.WriteHeader(http.StatusOK)
+	}
+	h.outcome(b, permit, req.Context(), rec.status)
+	res := &fetchResult{status: rec.status, header: rec.header, body: rec.body, reason: rec.reason}
+	switch {
+	case rec.mode == modeStream:
+		res.streamed = true
+		if rec.reason != reasonAuth {
+			// An answer refused only for the request's credentials says nothing of the
+			// answer others get: the key stays cacheable (FR-COA-8).
+			h.markPass(key, respTime)
+		}
+		return res
+	case rec.mode == modeDiscard:
+		res.reason = reasonTooLarge
+		h.markPass(key, respTime)
+		return res
+	case isOriginError(rec.status):
+		res.originError = true
+		if stale == nil {
+			h.rememberFailure(key, req, rec.status, rec.header, respTime)
+		}
+		return res
+	case rec.status == http.StatusNotModified && stale != nil:
+		merged := mergeNotModified(stale.Header, rec.header)
+		cc := parseCacheControl(merged["Cache-Control"])
+		ent := h.policy.newEntry(stale.Status, merged, stale.Body, cc, reqTime, respTime)
+		res.status, res.header, res.body = ent.Status, ent.Header, ent.Body
+		if ok, reason := h.policy.storable(req, stale.Status, merged, cc); !ok {
+			// A 304 that sets a cookie or makes the answer private or no-store updates it for
+			// the leader only: neither stored nor shared with followers.
+			res.reason = reason
+			if reason != reasonAuth {
+				h.markPass(key, respTime)
+			}
+			return res
+		}
+		res.entry, res.revalidated = ent, true
+	case !rec.storable:
+		if rec.reason != reasonAuth {
+			h.markPass(key, respTime)
+		}
+		return res
+	default:
+		res.entry = h.policy.newEntry(rec.status, rec.header, rec.body, rec.cc, reqTime, respTime)
+	}
+	if len(res.entry.Vary) > 0 {
+		res.varKey = variantKey(key, res.entry.Vary, req)
+	}
+	h.e.neg.Forget(key)
+	res.stored = h.put(key, req, res.entry)
+	if !res.stored {
+		res.reason = reasonTooLarge
+	}
+	return res
+}
+
+// markPass remembers that key's answer could not be shared (hit-for-pass): for
+// coalesce.hitForMissTTL its requests go straight to the origin, without coalescing. The mark
+// lives in the store, so the hit path's one lookup finds it, and instances sharing a store
+// share it.
+func (h *Handler) markPass(key string, now time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.s.StoreTimeout)
+	h.e.store.Set(ctx, key, &store.Entry{Pass: true, Born: now, FreshUntil: now, KeepUntil: now.Add(h.s.HitForMissTTL)})
+	cancel()
+}
+
+func isOriginError(status int) bool {
+	return status == 500 || status == 502 || status == 503 || status == 504
+}
+
+// What a recorder does with the answer's body.
+const (
+	modeBuffer  = iota // hold it, to store and share
+	modeStream         // write it to the leader as it arrives
+	modeDiscard        // drop it: over the limit with nobody to stream to
+)
+
+// recorder is the ResponseWriter of a fetch made on behalf of the cache. It holds answers
+// that may be shared, up to the size limit, and streams the others to the leader.
+type recorder struct {
+	h      *Handler
+	req    *http.Request
+	header http.Header
+	sink   *sink
+	stale  bool
+
+	wroteHeader bool
+	status      int
+	cc          cacheControl
+	storable    bool
+	reason      string
+	mode        int
+	body        []byte
+}
+
+func (rec *recorder) Header() http.Header { return rec.header }
+
+// WriteHeader decides, from the status and header fields alone, whether to hold the answer
+// or stream it: a client must not wait for a body that will never be stored.
+func (rec *recorder) WriteHeader(status int) {
+	if rec.wroteHeader || (status >= 100 && status < 200) {
+		// Interim answers (1xx) are not relayed through the cache.
+		return
+	}
+	rec.wroteHeader = true
+	rec.status = status
+	rec.cc = parseCacheControl(rec.header["Cache-Control"])
+	rec.storable, rec.reason = rec.h.policy.storable(rec.req, status, rec.header, rec.cc)
+	rec.mode = modeBuffer
+	if rec.sink == nil || isOriginError(status) || (status == http.StatusNotModified && rec.stale) {
+		return
+	}
+	switch {
+	case !rec.storable:
+		rec.stream()
+	case isEventStream(rec.header):
+		rec.reason = reasonStreaming
+		rec.stream()
+	default:
+		if n, err := strconv.ParseInt(rec.header.Get("Content-Length"), 10, 64); err == nil && n > rec.h.policy.maxEntrySize {
+			rec.reason = reasonTooLarge
+			rec.stream()
+		}
+	}
+}
+
+func isEventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= 17 && ct[:17] == "text/event-stream"
+}
+
+func (rec *recorder) Write(p []byte) (int, error) {
+	if !rec.wroteHeader {
+		rec.WriteHeader(http.StatusOK)
+	}
+	switch rec.mode {
+	case modeStream:
+		return rec.sink.write(p)
+	case modeDiscard:
+		return 0, errDetached
+	}
+	if int64(len(rec.body)+len(p)) > rec.h.policy.maxEntrySize {
+		// Over the limit: never held whole. The leader gets what was held and the rest as
+		// it arrives; a background refresh gives up.
+		if rec.sink == nil {
+			rec.mode = modeDiscard
+			rec.body = nil
+			return 0, errDetached
+		}
+		rec.reason = reasonTooLarge
+		held := rec.body
+		rec.body = nil
+		rec.stream()
+		if len(held) > 0 {
+			if _, err := rec.sink.write(held); err != nil {
+				return 0, err
+			}
+		}
+		return rec.sink.write(p)
+	}
+	rec.body = append(rec.body, p...)
+	return len(p), nil
+}
+
+// Flush is a no-op: a held answer is sent whole, a streamed one is flushed on every write.
+func (rec *recorder) Flush() {}
+
+func (rec *recorder) stream() {
+	rec.mode = modeStream
+	detail := ""
+	if rec.reason != "" {
+		detail = paramDetail + rec.reason
+	}
+	rec.sink.writeHeader(rec.status, rec.header, detail)
+}
+
+// sink is the leader's ResponseWriter, written by the fetch goroutine while the leader
+// waits.
+type sink struct {
+	cacheStatus string
+
+	// mu guards w: the leader detaches the sink before its ServeHTTP returns, and nothing
+	// writes to an answer that has been finished.
+	mu       sync.Mutex
+	w        http.ResponseWriter
+	detached bool
+	started  bool
+}
+
+func (s *sink) writeHeader(status int, h http.Header, detail string) {
+	s.mu.Lock()
+	if !s.detached {
+		dst := s.w.Header()
+		for k, v := range h {
+			dst[k] = v
+		}
+		dst["Cache-Status"] = []string{s.cacheStatus + detail}
+		s.w.WriteHeader(status)
+		s.started = true
+	}
+	s.mu.Unlock()
+}
+
+// write relays p and flushes it: Yaegi hands compiled code a plain ResponseWriter for a
+// writer defined here, so the origin's own flushes never reach the client (YAEGI.md).
+func (s *sink) write(p []byte) (int, error) {
+	s.mu.Lock()
+	if s.detached {
+		s.mu.Unlock()
+		return 0, errDetached
+	}
+	n, err := s.w.Write(p)
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	s.mu.Unlock()
+	return n, err
+}
+
+// detach stops all writes to the leader's writer and reports whether an answer was started.
+func (s *sink) detach() bool {
+	s.mu.Lock()
+	s.detached = true
+	started := s.started
+	s.mu.Unlock()
+	return started
+}

@@ -1,0 +1,199 @@
+package core
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/weirproxy/weir/core/store"
+)
+
+// Status codes a cache may store without explicit freshness and give the operator's
+// default TTL (RFC 9110 section 15.1, "heuristically cacheable").
+var heuristicStatus = map[int]bool{
+	200: true, 203: true, 204: true, 300: true, 301: true, 308: true,
+	404: true, 405: true, 410: true, 414: true, 501: true,
+}
+
+// Status codes Weir stores when the answer states its freshness or carries a validator.
+// 206 is left out: Weir does not assemble ranges.
+var storableStatus = map[int]bool{
+	200: true, 203: true, 204: true, 300: true, 301: true, 302: true, 303: true,
+	307: true, 308: true, 404: true, 405: true, 410: true, 414: true, 501: true,
+}
+
+// maxRevalidateGrace bounds how long an answer with a validator is kept past its freshness
+// only to be revalidated with a conditional request.
+const (
+	minRevalidateGrace = time.Minute
+	maxRevalidateGrace = 24 * time.Hour
+)
+
+// Reasons an answer is not stored, for Cache-Status detail.
+const (
+	reasonNoStore   = "no-store"
+	reasonPrivate   = "private"
+	reasonCookie    = "set-cookie"
+	reasonAuth      = "authorization"
+	reasonStatus    = "status"
+	reasonNoFresh   = "no-freshness"
+	reasonVaryStar  = "vary-star"
+	reasonTooLarge  = "too-large"
+	reasonStreaming = "stream"
+)
+
+// storable tells whether an answer to r may be stored by a shared cache (RFC 9111 section
+// 3), with Weir's stricter rule that an answer setting a cookie is never shared.
+func (p *policy) storable(r *http.Request, status int, h http.Header, cc cacheControl) (bool, string) {
+	switch {
+	case cc.noStore:
+		return false, reasonNoStore
+	case cc.private:
+		return false, reasonPrivate
+	case len(h["Set-Cookie"]) > 0:
+		return false, reasonCookie
+	case !storableStatus[status]:
+		return false, reasonStatus
+	}
+	// RFC 9111 section 3.5: an answer to a request with credentials is shared only when it
+	// says so.
+	if len(r.Header["Authorization"]) > 0 && !cc.public && cc.sMaxAge < 0 && !cc.mustRevalidate {
+		return false, reasonAuth
+	}
+	if _, star := parseVary(h["Vary"]); star {
+		return false, reasonVaryStar
+	}
+	explicit := cc.sMaxAge >= 0 || cc.maxAge >= 0 || len(h["Expires"]) > 0
+	validator := len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0
+	if explicit || validator || (p.defaultTTL > 0 && heuristicStatus[status]) {
+		return true, ""
+	}
+	return false, reasonNoFresh
+}
+
+// policy is the part of the settings that decides what is stored and for how long.
+type policy struct {
+	defaultTTL   time.Duration
+	maxEntrySize int64
+}
+
+// newEntry builds the entry for an answer received at respTime to a request sent at reqTime,
+// computing its age and freshness as RFC 9111 sections 4.2.1 and 4.2.3 say.
+func (p *policy) newEntry(status int, h http.Header, body []byte, cc cacheControl, reqTime, respTime time.Time) *store.Entry {
+	date := respTime
+	if d, err := http.ParseTime(h.Get("Date")); err == nil {
+		date = d
+	}
+	apparent := respTime.Sub(date)
+	if apparent < 0 {
+		apparent = 0
+	}
+	corrected := respTime.Sub(reqTime)
+	if v, ok := parseDeltaSeconds(h.Get("Age")); ok {
+		corrected += time.Duration(v) * time.Second
+	}
+	initial := apparent
+	if corrected > initial {
+		initial = corrected
+	}
+	born := respTime.Add(-initial)
+
+	var lifetime time.Duration
+	switch {
+	case cc.invalid || cc.noCache:
+		lifetime = 0
+	case cc.sMaxAge >= 0:
+		lifetime = time.Duration(cc.sMaxAge) * time.Second
+	case cc.maxAge >= 0:
+		lifetime = time.Duration(cc.maxAge) * time.Second
+	case len(h["Expires"]) > 0:
+		// An invalid Expires, such as "0", means already expired (RFC 9111 section 5.3).
+		if exp, err := http.ParseTime(h.Get("Expires")); err == nil && exp.After(date) {
+			lifetime = exp.Sub(date)
+		}
+	case heuristicStatus[status]:
+		lifetime = p.defaultTTL
+	}
+
+	e := &store.Entry{
+		Status: status,
+		Header: storedHeader(h, body),
+		Body:   body,
+		Born:   born,
+	}
+	e.FreshUntil = born.Add(lifetime)
+	e.KeepUntil = e.FreshUntil
+	// must-revalidate, proxy-revalidate, s-maxage and no-cache forbid serving stale
+	// (RFC 9111 sections 5.2.2.2, 5.2.2.8, 5.2.2.10; RFC 5861 section 1).
+	mayServeStale := !cc.mustRevalidate && !cc.proxyRevalidate && !cc.noCache && cc.sMaxAge < 0
+	if mayServeStale && cc.staleWhileRevalidate > 0 {
+		e.StaleWhileRevalidateUntil = e.FreshUntil.Add(time.Duration(cc.staleWhileRevalidate) * time.Second)
+		e.KeepUntil = later(e.KeepUntil, e.StaleWhileRevalidateUntil)
+	}
+	if mayServeStale && cc.staleIfError > 0 {
+		e.StaleIfErrorUntil = e.FreshUntil.Add(time.Duration(cc.staleIfError) * time.Second)
+		e.KeepUntil = later(e.KeepUntil, e.StaleIfErrorUntil)
+	}
+	if len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0 {
+		grace := lifetime
+		if grace < minRevalidateGrace {
+			grace = minRevalidateGrace
+		}
+		if grace > maxRevalidateGrace {
+			grace = maxRevalidateGrace
+		}
+		e.KeepUntil = later(e.KeepUntil, e.FreshUntil.Add(grace))
+	}
+	if names, _ := parseVary(h["Vary"]); len(names) > 0 {
+		e.Vary = names
+	}
+	return e
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// Header fields never stored: hop-by-hop fields (RFC 9110 section 7.6.1), Age, which is
+// recomputed on every answer from storage, and Cache-Status, which Weir writes itself.
+var unstoredHeader = []string{
+	"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding",
+	"Upgrade", "Proxy-Authenticate", "Age", "Cache-Status",
+}
+
+// storedHeader copies an answer's header for storage, with Content-Length set to the
+// buffered body's length.
+func storedHeader(h http.Header, body []byte) http.Header {
+	out := make(http.Header, len(h)+1)
+	for k, v := range h {
+		out[k] = append([]string(nil), v...)
+	}
+	for _, k := range unstoredHeader {
+		delete(out, k)
+	}
+	out["Content-Length"] = []string{strconv.Itoa(len(body))}
+	return out
+}
+
+// Fields of a 304 that do not replace the stored ones (RFC 9111 section 3.2: the stored
+// representation's framing stays).
+var keepOn304 = map[string]bool{"Content-Length": true, "Content-Encoding": true, "Transfer-Encoding": true, "Content-Range": true}
+
+// mergeNotModified returns the header of a stored answer updated with a 304's fields
+// (RFC 9111 section 4.3.4).
+func mergeNotModified(stored, fresh http.Header) http.Header {
+	out := make(http.Header, len(stored)+len(fresh))
+	for k, v := range stored {
+		out[k] = v
+	}
+	for k, v := range fresh {
+		if keepOn304[k] {
+			continue
+		}
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}

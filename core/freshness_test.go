@@ -1,0 +1,252 @@
+package core
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/weirproxy/weir/core/store"
+)
+
+func TestPolicyStorable(t *testing.T) {
+	plain, _ := http.NewRequest(http.MethodGet, "http://example.com/", nil)
+	authed, _ := http.NewRequest(http.MethodGet, "http://example.com/", nil)
+	authed.Header.Set("Authorization", "Basic eA==")
+	tests := []struct {
+		desc       string
+		r          *http.Request
+		status     int
+		header     http.Header
+		defaultTTL time.Duration
+		want       bool
+		wantReason string
+	}{
+		{desc: "max-age", r: plain, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}}, want: true},
+		{desc: "max-age=0 is explicit", r: plain, status: 200, header: http.Header{"Cache-Control": {"max-age=0"}}, want: true},
+		{desc: "Expires", r: plain, status: 200, header: http.Header{"Expires": {"0"}}, want: true},
+		{desc: "Etag only", r: plain, status: 200, header: http.Header{"Etag": {`"x"`}}, want: true},
+		{desc: "Last-Modified only", r: plain, status: 200, header: http.Header{"Last-Modified": {"Mon, 02 Jan 2006 15:04:05 GMT"}}, want: true},
+		{desc: "no-store wins", r: plain, status: 200, header: http.Header{"Cache-Control": {"public, max-age=1, no-store"}}, wantReason: reasonNoStore},
+		{desc: "private", r: plain, status: 200, header: http.Header{"Cache-Control": {"private, max-age=1"}}, wantReason: reasonPrivate},
+		{desc: "Set-Cookie", r: plain, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}, "Set-Cookie": {"a=b"}}, wantReason: reasonCookie},
+		{desc: "206", r: plain, status: 206, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: reasonStatus},
+		{desc: "304", r: plain, status: 304, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: reasonStatus},
+		{desc: "500", r: plain, status: 500, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: reasonStatus},
+		{desc: "302 with max-age", r: plain, status: 302, header: http.Header{"Cache-Control": {"max-age=1"}}, want: true},
+		{desc: "302 without freshness, default TTL", r: plain, status: 302, header: http.Header{}, defaultTTL: time.Minute, wantReason: reasonNoFresh},
+		{desc: "200 without freshness", r: plain, status: 200, header: http.Header{}, wantReason: reasonNoFresh},
+		{desc: "200 without freshness, default TTL", r: plain, status: 200, header: http.Header{}, defaultTTL: time.Minute, want: true},
+		{desc: "410 without freshness, default TTL", r: plain, status: 410, header: http.Header{}, defaultTTL: time.Minute, want: true},
+		{desc: "Authorization", r: authed, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: reasonAuth},
+		{desc: "Authorization, public", r: authed, status: 200, header: http.Header{"Cache-Control": {"public, max-age=1"}}, want: true},
+		{desc: "Authorization, s-maxage", r: authed, status: 200, header: http.Header{"Cache-Control": {"s-maxage=1"}}, want: true},
+		{desc: "Authorization, must-revalidate", r: authed, status: 200, header: http.Header{"Cache-Control": {"must-revalidate, max-age=1"}}, want: true},
+		{desc: "Authorization, default TTL", r: authed, status: 200, header: http.Header{}, defaultTTL: time.Minute, wantReason: reasonAuth},
+		{desc: "Vary star", r: plain, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}, "Vary": {"*"}}, wantReason: reasonVaryStar},
+		{desc: "Vary list", r: plain, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}, "Vary": {"Accept"}}, want: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			p := &policy{defaultTTL: tc.defaultTTL, maxEntrySize: 1 << 20}
+			got, reason := p.storable(tc.r, tc.status, tc.header, parseCacheControl(tc.header["Cache-Control"]))
+			if got != tc.want || reason != tc.wantReason {
+				t.Errorf("storable = %v, %q; want %v, %q", got, reason, tc.want, tc.wantReason)
+			}
+		})
+	}
+}
+
+// RFC 9111 sections 4.2.1 and 4.2.3: freshness lifetime and age of a new entry.
+func TestNewEntryFreshness(t *testing.T) {
+	resp := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	date := func(d time.Duration) string { return resp.Add(d).Format(http.TimeFormat) }
+	tests := []struct {
+		desc       string
+		status     int
+		header     http.Header
+		reqTime    time.Time
+		defaultTTL time.Duration
+		wantAge    time.Duration // resp minus Born
+		wantFresh  time.Duration // FreshUntil minus Born
+		wantSWR    time.Duration // StaleWhileRevalidateUntil minus FreshUntil; 0: none
+		wantSIE    time.Duration // StaleIfErrorUntil minus FreshUntil; 0: none
+		wantKeep   time.Duration // KeepUntil minus FreshUntil
+	}{
+		{desc: "max-age", header: http.Header{"Cache-Control": {"max-age=60"}}, wantFresh: time.Minute},
+		{desc: "s-maxage over max-age", header: http.Header{"Cache-Control": {"max-age=60, s-maxage=5"}}, wantFresh: 5 * time.Second},
+		{desc: "max-age over Expires", header: http.Header{"Cache-Control": {"max-age=60"}, "Date": {date(0)}, "Expires": {date(time.Hour)}}, wantFresh: time.Minute},
+		{desc: "Expires minus Date", header: http.Header{"Date": {date(-10 * time.Second)}, "Expires": {date(50 * time.Second)}},
+			wantAge: 10 * time.Second, wantFresh: time.Minute},
+		{desc: "Expires without Date counts from receipt", header: http.Header{"Expires": {date(30 * time.Second)}}, wantFresh: 30 * time.Second},
+		{desc: "Expires before Date", header: http.Header{"Date": {date(0)}, "Expires": {date(-time.Hour)}}, wantFresh: 0},
+		{desc: "invalid Expires is expired", header: http.Header{"Expires": {"0"}}, wantFresh: 0},
+		{desc: "no freshness, no default", header: http.Header{}, wantFresh: 0},
+		{desc: "default TTL", header: http.Header{}, defaultTTL: time.Hour, wantFresh: time.Hour},
+		{desc: "default TTL not for 302", status: 302, header: http.Header{}, defaultTTL: time.Hour, wantFresh: 0},
+		{desc: "default TTL not over Expires", header: http.Header{"Expires": {"0"}}, defaultTTL: time.Hour, wantFresh: 0},
+		{desc: "no-cache", header: http.Header{"Cache-Control": {"no-cache, max-age=60"}}, defaultTTL: time.Hour, wantFresh: 0},
+		{desc: "invalid max-age", header: http.Header{"Cache-Control": {"max-age=1, max-age=2"}}, wantFresh: 0},
+		{desc: "Age header", header: http.Header{"Cache-Control": {"max-age=60"}, "Age": {"20"}}, wantAge: 20 * time.Second, wantFresh: time.Minute},
+		{desc: "quoted Age header", header: http.Header{"Cache-Control": {"max-age=60"}, "Age": {`"20"`}}, wantAge: 20 * time.Second, wantFresh: time.Minute},
+		{desc: "invalid Age ignored", header: http.Header{"Cache-Control": {"max-age=60"}, "Age": {"-5"}}, wantFresh: time.Minute},
+		{desc: "response delay adds to Age", header: http.Header{"Cache-Control": {"max-age=60"}, "Age": {"20"}}, reqTime: resp.Add(-3 * time.Second),
+			wantAge: 23 * time.Second, wantFresh: time.Minute},
+		{desc: "apparent age wins when larger", header: http.Header{"Cache-Control": {"max-age=60"}, "Age": {"5"}, "Date": {date(-30 * time.Second)}},
+			wantAge: 30 * time.Second, wantFresh: time.Minute},
+		{desc: "Date in the future", header: http.Header{"Cache-Control": {"max-age=60"}, "Date": {date(time.Hour)}}, wantFresh: time.Minute},
+		{desc: "stale windows", header: http.Header{"Cache-Control": {"max-age=10, stale-while-revalidate=20, stale-if-error=300"}},
+			wantFresh: 10 * time.Second, wantSWR: 20 * time.Second, wantSIE: 300 * time.Second, wantKeep: 300 * time.Second},
+		{desc: "must-revalidate closes the windows", header: http.Header{"Cache-Control": {"max-age=10, must-revalidate, stale-while-revalidate=20, stale-if-error=300"}},
+			wantFresh: 10 * time.Second},
+		{desc: "proxy-revalidate closes the windows", header: http.Header{"Cache-Control": {"max-age=10, proxy-revalidate, stale-if-error=300"}},
+			wantFresh: 10 * time.Second},
+		{desc: "s-maxage closes the windows", header: http.Header{"Cache-Control": {"s-maxage=10, stale-while-revalidate=20"}},
+			wantFresh: 10 * time.Second},
+		{desc: "no-cache closes the windows", header: http.Header{"Cache-Control": {"no-cache, stale-if-error=300"}}},
+		{desc: "validator keeps a minute at least", header: http.Header{"Cache-Control": {"max-age=10"}, "Etag": {`"e"`}},
+			wantFresh: 10 * time.Second, wantKeep: time.Minute},
+		{desc: "validator keeps the lifetime again", header: http.Header{"Cache-Control": {"max-age=600"}, "Last-Modified": {date(-time.Hour)}},
+			wantFresh: 10 * time.Minute, wantKeep: 10 * time.Minute},
+		{desc: "validator keeps a day at most", header: http.Header{"Cache-Control": {"max-age=604800"}, "Etag": {`"e"`}},
+			wantFresh: 7 * 24 * time.Hour, wantKeep: 24 * time.Hour},
+		{desc: "validator past a longer window", header: http.Header{"Cache-Control": {"max-age=10, stale-if-error=86400"}, "Etag": {`"e"`}},
+			wantFresh: 10 * time.Second, wantSIE: 24 * time.Hour, wantKeep: 24 * time.Hour},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			status := tc.status
+			if status == 0 {
+				status = 200
+			}
+			reqTime := tc.reqTime
+			if reqTime.IsZero() {
+				reqTime = resp
+			}
+			p := &policy{defaultTTL: tc.defaultTTL}
+			e := p.newEntry(status, tc.header, []byte("b"), parseCacheControl(tc.header["Cache-Control"]), reqTime, resp)
+			if got := resp.Sub(e.Born); got != tc.wantAge {
+				t.Errorf("age = %s, want %s", got, tc.wantAge)
+			}
+			if got := e.FreshUntil.Sub(e.Born); got != tc.wantFresh {
+				t.Errorf("lifetime = %s, want %s", got, tc.wantFresh)
+			}
+			window := func(name string, until time.Time, want time.Duration) {
+				t.Helper()
+				got := time.Duration(0)
+				if until.After(e.FreshUntil) {
+					got = until.Sub(e.FreshUntil)
+				}
+				if got != want {
+					t.Errorf("%s window = %s, want %s", name, got, want)
+				}
+			}
+			window("stale-while-revalidate", e.StaleWhileRevalidateUntil, tc.wantSWR)
+			window("stale-if-error", e.StaleIfErrorUntil, tc.wantSIE)
+			if got := e.KeepUntil.Sub(e.FreshUntil); got != tc.wantKeep {
+				t.Errorf("kept past freshness = %s, want %s", got, tc.wantKeep)
+			}
+			if e.Status != status || string(e.Body) != "b" {
+				t.Errorf("entry = %d %q, want %d b", e.Status, e.Body, status)
+			}
+		})
+	}
+}
+
+func TestNewEntryVary(t *testing.T) {
+	p := &policy{}
+	now := time.Now()
+	e := p.newEntry(200, http.Header{"Cache-Control": {"max-age=1"}, "Vary": {"accept-encoding, Accept-Language"}}, nil, parseCacheControl([]string{"max-age=1"}), now, now)
+	if want := []string{"Accept-Encoding", "Accept-Language"}; !reflect.DeepEqual(e.Vary, want) {
+		t.Errorf("Vary = %q, want %q", e.Vary, want)
+	}
+	e = p.newEntry(200, http.Header{"Cache-Control": {"max-age=1"}}, nil, parseCacheControl([]string{"max-age=1"}), now, now)
+	if e.Vary != nil {
+		t.Errorf("Vary = %q, want none", e.Vary)
+	}
+}
+
+func TestStoredHeader(t *testing.T) {
+	in := http.Header{
+		"Content-Type":      {"text/plain"},
+		"Content-Length":    {"999"},
+		"Connection":        {"keep-alive"},
+		"Keep-Alive":        {"timeout=5"},
+		"Transfer-Encoding": {"chunked"},
+		"Age":               {"7"},
+		"Cache-Status":      {"Other; hit"},
+		"X-Multi":           {"a", "b"},
+	}
+	got := storedHeader(in, []byte("12345"))
+	want := http.Header{
+		"Content-Type":   {"text/plain"},
+		"Content-Length": {"5"},
+		"X-Multi":        {"a", "b"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("storedHeader = %v, want %v", got, want)
+	}
+	// The stored copy does not share memory with the answer's header.
+	got["X-Multi"][0] = "changed"
+	if in["X-Multi"][0] != "a" {
+		t.Error("storedHeader shares value slices with its input")
+	}
+}
+
+// RFC 9111 section 4.3.4: a 304 updates the stored fields, but not the framing.
+func TestMergeNotModified(t *testing.T) {
+	stored := http.Header{
+		"Content-Type":     {"text/html"},
+		"Content-Length":   {"100"},
+		"Content-Encoding": {"gzip"},
+		"Etag":             {`"1"`},
+		"Cache-Control":    {"max-age=10"},
+		"X-Old":            {"kept"},
+	}
+	fresh := http.Header{
+		"Content-Length":   {"0"},
+		"Content-Encoding": {"br"},
+		"Cache-Control":    {"max-age=99"},
+		"Date":             {"Mon, 02 Jan 2006 15:04:05 GMT"},
+	}
+	got := mergeNotModified(stored, fresh)
+	want := http.Header{
+		"Content-Type":     {"text/html"},
+		"Content-Length":   {"100"},
+		"Content-Encoding": {"gzip"},
+		"Etag":             {`"1"`},
+		"Cache-Control":    {"max-age=99"},
+		"X-Old":            {"kept"},
+		"Date":             {"Mon, 02 Jan 2006 15:04:05 GMT"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("mergeNotModified = %v, want %v", got, want)
+	}
+	if stored.Get("Cache-Control") != "max-age=10" {
+		t.Error("mergeNotModified changed the stored header")
+	}
+}
+
+func TestTTLSeconds(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		desc  string
+		fresh time.Duration
+		want  int64
+	}{
+		{desc: "whole seconds left", fresh: 60 * time.Second, want: 60},
+		{desc: "rounds down while fresh", fresh: 1500 * time.Millisecond, want: 1},
+		{desc: "under a second left", fresh: time.Millisecond, want: 0},
+		{desc: "just stale", fresh: -time.Millisecond, want: -1},
+		{desc: "stale by a second and a half", fresh: -1500 * time.Millisecond, want: -2},
+		{desc: "stale by whole seconds", fresh: -10 * time.Second, want: -10},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			e := &store.Entry{FreshUntil: now.Add(tc.fresh)}
+			if got := ttlSeconds(e, now); got != tc.want {
+				t.Errorf("ttlSeconds = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

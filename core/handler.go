@@ -1,0 +1,272 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirproxy/weir/core/store"
+)
+
+// Cache-Status values (RFC 9211). Weir never writes hit and fwd together; a stale hit is a
+// hit with a negative ttl.
+const (
+	statusHit      = "Weir; hit; ttl="
+	statusFwd      = "Weir; fwd="
+	statusBypass   = "Weir; fwd=bypass"
+	statusMethod   = "Weir; fwd=method"
+	fwdURIMiss     = "uri-miss"
+	fwdVaryMiss    = "vary-miss"
+	fwdStale       = "stale"
+	paramStored    = "; stored"
+	paramCollapsed = "; collapsed"
+	paramDetail    = "; detail="
+)
+
+// Handler serves one router's requests through its middleware's engine. Traefik builds a
+// new Handler on every configuration change; the engine behind it stays.
+type Handler struct {
+	e      *engine
+	next   http.Handler
+	s      Settings
+	keyer  keyer
+	policy policy
+	// mem is the engine's store when it is process memory: the hit path calls it directly.
+	mem *store.Memory
+	// passStatus is the Cache-Status of a request for a key marked hit-for-pass, built once.
+	passStatus string
+	// retryAfter is the Retry-After of an answer shed by the limiter.
+	retryAfter []string
+}
+
+// New returns the handler of the middleware name in front of next, finding the engine that
+// earlier configurations of name built, or building it.
+func New(name string, s Settings, next http.Handler) (*Handler, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	s = s.withDefaults()
+	e, err := engineFor(name, s)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{
+		e:      e,
+		next:   next,
+		s:      s,
+		keyer:  newKeyer(s.QueryDrop),
+		policy: policy{defaultTTL: s.DefaultTTL, maxEntrySize: s.MaxEntrySize},
+		mem:    e.mem,
+
+		passStatus: statusFwd + fwdURIMiss + paramDetail + "uncacheable",
+		retryAfter: []string{retryAfterSeconds(s.Limiter.MaxQueueWait)},
+	}, nil
+}
+
+// ServeHTTP answers from storage when it can and goes to the origin when it must.
+//
+// The fresh hit is written out in this one function: in Yaegi every interpreted call costs
+// microseconds, and the hit path is what decides Weir's throughput inside Traefik
+// (ARCHITECTURE.md, "The hot path"): one key, one lookup, one clock read, one write.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.serveOther(w, r)
+		return
+	}
+	// A % in the decoded path was sent as %25: such paths take the general path, whose key
+	// escapes it back, or /a%252Fb would find the entry of /a%2Fb.
+	if h.mem == nil || r.URL.RawQuery != "" || r.URL.RawPath != "" || len(r.Header["Upgrade"]) > 0 ||
+		strings.IndexByte(r.URL.Path, '%') >= 0 {
+		h.serve(w, r)
+		return
+	}
+	var key string
+	if r.TLS == nil {
+		key = "http://" + r.Host + r.URL.Path
+	} else {
+		key = "https://" + r.Host + r.URL.Path
+	}
+	ent := h.mem.Lookup(key)
+	if ent == nil || ent.VaryIndex || len(r.Header["Cache-Control"]) > 0 || len(r.Header["Pragma"]) > 0 ||
+		len(r.Header["If-None-Match"]) > 0 || len(r.Header["If-Modified-Since"]) > 0 {
+		h.serve(w, r)
+		return
+	}
+	now := h.s.Now()
+	if ent.Pass {
+		if now.Before(ent.KeepUntil) {
+			h.pass(w, r, h.passStatus)
+			return
+		}
+		h.serve(w, r)
+		return
+	}
+	if !now.Before(ent.FreshUntil) {
+		h.serve(w, r)
+		return
+	}
+	hdr := w.Header()
+	for k, v := range ent.Header {
+		hdr[k] = v
+	}
+	hdr["Age"] = []string{strconv.FormatInt(int64(now.Sub(ent.Born)/time.Second), 10)}
+	hdr["Cache-Status"] = []string{statusHit + strconv.FormatInt(int64(ent.FreshUntil.Sub(now)/time.Second), 10)}
+	w.WriteHeader(ent.Status)
+	if r.Method != http.MethodHead {
+		w.Write(ent.Body)
+	}
+}
+
+// serve is the general path: any key, Vary, the client's validators and cache directives,
+// remote stores, misses.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	if len(r.Header["Upgrade"]) > 0 {
+		h.pass(w, r, statusBypass+paramDetail+"upgrade")
+		return
+	}
+	key := h.keyer.key(r)
+	now := h.s.Now()
+	ent, lookupKey, varyMiss := h.lookup(r, key, now)
+	if ent != nil && ent.Pass {
+		h.pass(w, r, statusFwd+fwdURIMiss+paramDetail+"uncacheable")
+		return
+	}
+	if ent != nil && now.Before(ent.FreshUntil) && !requestNoCache(r) {
+		h.serveEntry(w, r, ent, now, statusHit+strconv.FormatInt(ttlSeconds(ent, now), 10))
+		return
+	}
+	h.miss(w, r, key, lookupKey, ent, varyMiss, now)
+}
+
+// lookup finds the entry r selects under key, following a variant index. It returns the key
+// the entry was found under, or the one it would be stored under, and whether an index
+// existed but not the variant.
+func (h *Handler) lookup(r *http.Request, key string, now time.Time) (ent *store.Entry, at string, varyMiss bool) {
+	ent = h.get(r.Context(), key, now)
+	if ent == nil || !ent.VaryIndex {
+		return ent, key, false
+	}
+	at = variantKey(key, ent.Vary, r)
+	ent = h.get(r.Context(), at, now)
+	if ent == nil || ent.VaryIndex {
+		return nil, at, true
+	}
+	return ent, at, false
+}
+
+// get reads one key. A store that fails or is slow reads as a miss (FR-STF-1): the miss
+// still goes through coalescing and every origin protection.
+func (h *Handler) get(ctx context.Context, key string, now time.Time) *store.Entry {
+	var ent *store.Entry
+	if h.mem != nil {
+		ent = h.mem.Lookup(key)
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, h.s.StoreTimeout)
+		e, err := h.e.store.Get(ctx, key)
+		cancel()
+		if err != nil {
+			return nil
+		}
+		ent = e
+	}
+	if ent == nil || now.After(ent.KeepUntil) {
+		return nil
+	}
+	return ent
+}
+
+// put stores ent, answering req, under key, with a variant index in front of it when the
+// answer varies. It reports whether the entry was stored.
+func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), h.s.StoreTimeout)
+	defer cancel()
+	if len(ent.Vary) == 0 {
+		return h.e.store.Set(ctx, key, ent) == nil
+	}
+	idx := &store.Entry{VaryIndex: true, Vary: ent.Vary, Born: ent.Born, FreshUntil: ent.FreshUntil, KeepUntil: ent.KeepUntil}
+	if err := h.e.store.Set(ctx, key, idx); err != nil {
+		return false
+	}
+	return h.e.store.Set(ctx, variantKey(key, ent.Vary, req), ent) == nil
+}
+
+// serveEntry writes a stored answer with its current Age (RFC 9111 section 5.1).
+func (h *Handler) serveEntry(w http.ResponseWriter, r *http.Request, ent *store.Entry, now time.Time, cacheStatus string) {
+	hdr := w.Header()
+	for k, v := range ent.Header {
+		hdr[k] = v
+	}
+	age := int64(now.Sub(ent.Born) / time.Second)
+	if age < 0 {
+		age = 0
+	}
+	hdr["Age"] = []string{strconv.FormatInt(age, 10)}
+	hdr["Cache-Status"] = []string{cacheStatus}
+	if (len(r.Header["If-None-Match"]) > 0 || len(r.Header["If-Modified-Since"]) > 0) && notModified(r, ent) {
+		for _, k := range notModifiedDrop {
+			delete(hdr, k)
+		}
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.WriteHeader(ent.Status)
+	if r.Method != http.MethodHead {
+		w.Write(ent.Body)
+	}
+}
+
+// ttlSeconds is the entry's remaining freshness in whole seconds, negative once stale.
+func ttlSeconds(ent *store.Entry, now time.Time) int64 {
+	d := ent.FreshUntil.Sub(now)
+	if d < 0 {
+		return -int64((-d + time.Second - 1) / time.Second)
+	}
+	return int64(d / time.Second)
+}
+
+func staleStatus(ent *store.Entry, now time.Time, detail string) string {
+	return fmt.Sprintf("%s%d%s%s", statusHit, ttlSeconds(ent, now), paramDetail, detail)
+}
+
+// pass sends r to the origin as it is, with its own writer, so streaming, flushing and
+// upgrades work as without Weir. It holds an origin slot while it does (FR-LIM-1).
+func (h *Handler) pass(w http.ResponseWriter, r *http.Request, cacheStatus string) {
+	b, permit := h.admit(r, h.s.Now())
+	if !permit.Allowed {
+		h.refuse(w, r, nil, cacheStatus, permit.RetryAfter)
+		return
+	}
+	release, err := h.e.limiter.Acquire(r.Context(), limitRequest(r))
+	if err != nil {
+		b.Release(permit, h.s.Now())
+		h.shed(w, r, cacheStatus, err)
+		return
+	}
+	// A deferred release: a panic in the next handler must not keep the slot.
+	defer release()
+	w.Header()["Cache-Status"] = []string{cacheStatus}
+	sw := &statusWriter{w: w}
+	h.next.ServeHTTP(sw, r)
+	h.outcome(b, permit, r.Context(), sw.status)
+}
+
+// requestNoCache tells whether the client asked that nothing stored be used without
+// validation (RFC 9111 section 5.2.1.4, and Pragma: no-cache per section 5.4). Weir still
+// coalesces such requests, so a flood of them costs the origin one fetch at a time.
+func requestNoCache(r *http.Request) bool {
+	if cc := r.Header["Cache-Control"]; len(cc) > 0 {
+		c := parseCacheControl(cc)
+		return c.noCache || c.maxAge == 0
+	}
+	if p := r.Header["Pragma"]; len(p) > 0 {
+		for _, v := range p {
+			if v == "no-cache" {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,165 @@
+package core
+
+import (
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+)
+
+func TestKeyerKey(t *testing.T) {
+	k := newKeyer([]string{"utm_source", "fbclid", "a b"})
+	tests := []struct {
+		desc string
+		url  string
+		tls  bool
+		want string
+	}{
+		{desc: "path only", url: "http://example.com/a/b", want: "http://example.com/a/b"},
+		{desc: "https", url: "http://example.com/a", tls: true, want: "https://example.com/a"},
+		{desc: "port kept", url: "http://example.com:8080/a", want: "http://example.com:8080/a"},
+		{desc: "root", url: "http://example.com/", want: "http://example.com/"},
+		{desc: "escaped path kept as sent", url: "http://example.com/a%2Fb", want: "http://example.com/a%2Fb"},
+		{desc: "one parameter", url: "http://example.com/p?x=1", want: "http://example.com/p?x=1"},
+		{desc: "sorted", url: "http://example.com/p?b=2&a=1&c=3", want: "http://example.com/p?a=1&b=2&c=3"},
+		{desc: "repeated names keep their order", url: "http://example.com/p?b=1&a=2&a=1", want: "http://example.com/p?a=2&a=1&b=1"},
+		{desc: "empty parameters dropped", url: "http://example.com/p?&a=1&&b=2&", want: "http://example.com/p?a=1&b=2"},
+		{desc: "dropped parameter", url: "http://example.com/p?utm_source=x&a=1", want: "http://example.com/p?a=1"},
+		{desc: "dropped without value", url: "http://example.com/p?a=1&fbclid", want: "http://example.com/p?a=1"},
+		{desc: "dropped when percent-encoded", url: "http://example.com/p?utm%5Fsource=x&a=1", want: "http://example.com/p?a=1"},
+		{desc: "dropped when plus-encoded", url: "http://example.com/p?a+b=x&a=1", want: "http://example.com/p?a=1"},
+		{desc: "only dropped parameters", url: "http://example.com/p?utm_source=x&fbclid=y", want: "http://example.com/p"},
+		{desc: "lone question mark", url: "http://example.com/p?", want: "http://example.com/p"},
+		{desc: "name prefix is not the name", url: "http://example.com/p?utm_sourcex=1", want: "http://example.com/p?utm_sourcex=1"},
+		{desc: "values keep their encoding", url: "http://example.com/p?q=a%20b&r=a+b", want: "http://example.com/p?q=a%20b&r=a+b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, tc.url, nil)
+			if tc.tls {
+				r.TLS = &tls.ConnectionState{}
+			}
+			if got := k.key(r); got != tc.want {
+				t.Errorf("key(%s) = %q, want %q", tc.url, got, tc.want)
+			}
+		})
+	}
+}
+
+// Headers that proxies use to rewrite the target never reach the key.
+func TestKeyIgnoresRewriteHeaders(t *testing.T) {
+	k := newKeyer(nil)
+	r := httptest.NewRequest(http.MethodGet, "http://example.com/a", nil)
+	want := k.key(r)
+	for _, h := range []string{"X-Forwarded-Host", "X-Original-Url", "X-Rewrite-Url", "X-Forwarded-Proto", "Forwarded"} {
+		r2 := httptest.NewRequest(http.MethodGet, "http://example.com/a", nil)
+		r2.Header.Set(h, "evil.example")
+		if got := k.key(r2); got != want {
+			t.Errorf("key with %s = %q, want %q", h, got, want)
+		}
+	}
+}
+
+func TestNormalizeQueryWithoutDrop(t *testing.T) {
+	k := newKeyer(nil)
+	tests := []struct {
+		desc, in, want string
+	}{
+		{desc: "single", in: "a=1", want: "a=1"},
+		{desc: "sorted by name", in: "z=1&a=2", want: "a=2&z=1"},
+		{desc: "same name keeps order", in: "a=2&a=1", want: "a=2&a=1"},
+		{desc: "names compare raw", in: "b=1&%61=2", want: "%61=2&b=1"},
+		{desc: "empty name", in: "b=1&=x", want: "=x&b=1"},
+		{desc: "trailing ampersand", in: "a=1&", want: "a=1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := k.normalizeQuery(tc.in); got != tc.want {
+				t.Errorf("normalizeQuery(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseVary(t *testing.T) {
+	tests := []struct {
+		desc      string
+		lines     []string
+		wantNames []string
+		wantStar  bool
+	}{
+		{desc: "none", lines: nil},
+		{desc: "one", lines: []string{"accept-encoding"}, wantNames: []string{"Accept-Encoding"}},
+		{desc: "list and lines", lines: []string{"Accept-Encoding, accept-language", "Origin"},
+			wantNames: []string{"Accept-Encoding", "Accept-Language", "Origin"}},
+		{desc: "empty members", lines: []string{" , Accept,, "}, wantNames: []string{"Accept"}},
+		{desc: "star", lines: []string{"*"}, wantStar: true},
+		{desc: "star in a list", lines: []string{"Accept", "Origin, *"}, wantStar: true},
+		{desc: "star with spaces", lines: []string{" * "}, wantStar: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			names, star := parseVary(tc.lines)
+			if star != tc.wantStar || !reflect.DeepEqual(names, tc.wantNames) {
+				t.Errorf("parseVary(%q) = %q, %v; want %q, %v", tc.lines, names, star, tc.wantNames, tc.wantStar)
+			}
+		})
+	}
+}
+
+func TestVariantKey(t *testing.T) {
+	names := []string{"Accept-Encoding", "Accept-Language"}
+	req := func(header ...string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "http://example.com/v", nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Add(header[i], header[i+1])
+		}
+		return r
+	}
+	base := variantKey("k", names, req("Accept-Encoding", "gzip, br", "Accept-Language", "fr"))
+	tests := []struct {
+		desc string
+		r    *http.Request
+		same bool
+	}{
+		{desc: "white space ignored", r: req("Accept-Encoding", "gzip,br", "Accept-Language", "fr"), same: true},
+		{desc: "other headers ignored", r: req("Accept-Encoding", "gzip, br", "Accept-Language", "fr", "Cookie", "a=1"), same: true},
+		{desc: "other value", r: req("Accept-Encoding", "gzip", "Accept-Language", "fr"), same: false},
+		{desc: "order of values matters", r: req("Accept-Encoding", "br, gzip", "Accept-Language", "fr"), same: false},
+		{desc: "missing field", r: req("Accept-Encoding", "gzip, br"), same: false},
+		{desc: "value moved to another field", r: req("Accept-Encoding", "", "Accept-Language", "gzip,brfr"), same: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			got := variantKey("k", names, tc.r)
+			if (got == base) != tc.same {
+				t.Errorf("variantKey = %q, base %q: same = %v, want %v", got, base, got == base, tc.same)
+			}
+		})
+	}
+	if variantKey("k1", names, req()) == variantKey("k2", names, req()) {
+		t.Error("two keys share a variant key")
+	}
+}
+
+// Two paths that differ on the wire are two keys, on the hit path and off it: a literal %
+// in the decoded path (sent as %25) must not make /a%252Fb share the entry of /a%2Fb.
+func TestEscapedPathsDoNotCollide(t *testing.T) {
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Write([]byte(r.URL.EscapedPath()))
+	})
+	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	paths := []string{"/a%2Fb", "/a%252Fb", "/a/b", "/x%25", "/x%2525", "/%7Bq", "/{q"}
+	for _, p := range paths {
+		do(t, h, http.MethodGet, "http://example.com"+p)
+	}
+	for _, p := range paths {
+		want := httptest.NewRequest(http.MethodGet, "http://example.com"+p, nil).URL.EscapedPath()
+		w := do(t, h, http.MethodGet, "http://example.com"+p)
+		if got := w.Body.String(); got != want {
+			t.Errorf("GET %s: got the answer for %s (%s)", p, got, w.Header().Get("Cache-Status"))
+		}
+	}
+}

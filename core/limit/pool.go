@@ -1,0 +1,288 @@
+package limit
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// States of a slot. A slot starts queued (a waiter) or held (granted at once); it ends
+// released, expired (its wait bound passed) or left (its context ended while queued).
+const (
+	stateQueued = iota
+	stateHeld
+	stateReleased
+	stateExpired
+	stateLeft
+)
+
+// caps are one pool's limits, taken from Settings with their defaults applied.
+type caps struct {
+	size         int
+	queue        int
+	queueShare   int
+	perPartition int
+	perHost      int
+	wait         time.Duration
+	afterFunc    func(d time.Duration, f func()) func() bool
+}
+
+// slot is one request's claim on a pool: a waiter while queued, then the held slot that its
+// release function returns.
+type slot struct {
+	partition string
+	host      string
+	// hostCounted says the slot was counted in byHost when granted, so that turning the host
+	// cap on or off by Update never drives a host's count below zero.
+	hostCounted bool
+	// ready is closed when a waiter leaves the queue granted or expired; nil for a slot
+	// granted at once.
+	ready chan struct{}
+
+	// state, prev and next are guarded by the pool's mu.
+	state int
+	prev  *slot
+	next  *slot
+}
+
+// pool is one budget of origin slots with its queue of waiters.
+type pool struct {
+	// mu guards every field below and the state and links of the pool's slots.
+	mu          sync.Mutex
+	caps        caps
+	inFlight    int
+	highWater   int
+	byPartition map[string]int // slots held per partition; no zero entries
+	byHost      map[string]int // slots held per host, while the host cap is on; no zero entries
+	queuedBy    map[string]int // waiters per partition; no zero entries
+	queued      int
+	// head and tail are the queue, oldest first: a doubly linked list, so a waiter that
+	// gives up leaves it in constant time.
+	head *slot
+	tail *slot
+}
+
+func newPool() *pool {
+	return &pool{
+		byPartition: make(map[string]int),
+		byHost:      make(map[string]int),
+		queuedBy:    make(map[string]int),
+	}
+}
+
+// setCaps applies new limits; waiters that a larger pool can now serve are granted at once.
+func (p *pool) setCaps(c caps) {
+	p.mu.Lock()
+	p.caps = c
+	if p.head != nil {
+		p.grantLocked()
+	}
+	p.mu.Unlock()
+}
+
+// waitLocked queues req and waits for a slot. It is called with p.mu held, by Acquire once no
+// slot is free for req, and unlocks it.
+func (p *pool) waitLocked(ctx context.Context, req Request) (func(), error) {
+	// The partition's share is checked first, so a flooding partition is told it is the one
+	// over its bound (FR-LIM-3) while the queue still has room for others.
+	if p.queuedBy[req.Partition] >= p.caps.queueShare {
+		p.mu.Unlock()
+		return noRelease, ErrPartitionQueueFull
+	}
+	if p.queued >= p.caps.queue {
+		p.mu.Unlock()
+		return noRelease, ErrQueueFull
+	}
+	s := &slot{partition: req.Partition, host: req.Host, ready: make(chan struct{}), state: stateQueued}
+	p.pushLocked(s)
+	wait := p.caps.wait
+	after := p.caps.afterFunc
+	p.mu.Unlock()
+
+	done := ctx.Done()
+	select {
+	case <-done:
+		// Gone already: leave without arming a timer.
+		return p.leave(ctx, s)
+	default:
+	}
+	// The timer is armed outside the lock because AfterFunc is injected code. A grant that
+	// lands before it is armed leaves s.ready closed, and the timer is stopped unfired.
+	stop := after(wait, func() {
+		// The timer runs this on a goroutine of its own, where a panic would end the whole
+		// Traefik process.
+		defer func() { _ = recover() }()
+		p.expire(s)
+	})
+	select {
+	case <-s.ready:
+		stop()
+		// s.state was set before ready was closed, and only the release function changes
+		// it from here on.
+		if s.state == stateHeld {
+			return releaser(p, s), nil
+		}
+		return noRelease, ErrQueueWait
+	case <-done:
+	}
+	stop()
+	return p.leave(ctx, s)
+}
+
+// leave takes s out of the queue once its context has ended, so a client that gives up frees
+// its place at once.
+func (p *pool) leave(ctx context.Context, s *slot) (func(), error) {
+	p.mu.Lock()
+	switch s.state {
+	case stateQueued:
+		p.unlinkLocked(s)
+		s.state = stateLeft
+		p.mu.Unlock()
+	case stateHeld:
+		// Granted just as the context ended: hand the slot on rather than fetch for nobody.
+		p.mu.Unlock()
+		releaser(p, s)()
+	default:
+		p.mu.Unlock()
+		return noRelease, ErrQueueWait
+	}
+	return noRelease, contextDone(ctx)
+}
+
+// expire sheds s when its wait bound passes (FR-LIM-2). It runs on the timer's goroutine and
+// does nothing if s was granted or left first.
+func (p *pool) expire(s *slot) {
+	p.mu.Lock()
+	if s.state == stateQueued {
+		p.unlinkLocked(s)
+		s.state = stateExpired
+		close(s.ready)
+	}
+	p.mu.Unlock()
+}
+
+// releaser returns the idempotent function that gives s back: the first call frees the slot
+// and grants it to the oldest eligible waiter, later calls do nothing.
+func releaser(p *pool, s *slot) func() {
+	return func() {
+		p.mu.Lock()
+		if s.state != stateHeld {
+			p.mu.Unlock()
+			return
+		}
+		s.state = stateReleased
+		p.inFlight--
+		if n := p.byPartition[s.partition]; n > 1 {
+			p.byPartition[s.partition] = n - 1
+		} else {
+			delete(p.byPartition, s.partition)
+		}
+		if s.hostCounted {
+			if n := p.byHost[s.host]; n > 1 {
+				p.byHost[s.host] = n - 1
+			} else {
+				delete(p.byHost, s.host)
+			}
+		}
+		if p.head != nil {
+			p.grantLocked()
+		}
+		p.mu.Unlock()
+	}
+}
+
+// eligibleLocked says whether a fetch for partition and host may take a free slot.
+func (p *pool) eligibleLocked(partition, host string) bool {
+	if p.inFlight >= p.caps.size || p.byPartition[partition] >= p.caps.perPartition {
+		return false
+	}
+	return p.caps.perHost == 0 || p.byHost[host] < p.caps.perHost
+}
+
+// takeLocked counts s as holding a slot.
+func (p *pool) takeLocked(s *slot) {
+	s.state = stateHeld
+	p.byPartition[s.partition]++
+	if p.caps.perHost > 0 {
+		p.byHost[s.host]++
+		s.hostCounted = true
+	}
+	p.inFlight++
+	if p.inFlight > p.highWater {
+		p.highWater = p.inFlight
+	}
+}
+
+// grantLocked hands free slots to the oldest waiters whose partition and host are under their
+// caps. Waiters it passes over keep their place, so each is served first once its partition
+// frees a slot, and none of them blocks the waiters behind it (FR-LIM-3).
+//
+// A scan passes only waiters of partitions or hosts at their cap. At most size/perPartition
+// partitions can be at their cap at once, each with at most queueShare waiters, so without a
+// host cap a scan passes at most 4*128 waiters with the defaults, and usually stops at the
+// first waiter it looks at.
+func (p *pool) grantLocked() {
+	for s := p.head; s != nil && p.inFlight < p.caps.size; {
+		next := s.next
+		if p.eligibleLocked(s.partition, s.host) {
+			p.unlinkLocked(s)
+			p.takeLocked(s)
+			close(s.ready)
+		}
+		s = next
+	}
+}
+
+// pushLocked appends s to the queue.
+func (p *pool) pushLocked(s *slot) {
+	s.prev = p.tail
+	if p.tail != nil {
+		p.tail.next = s
+	} else {
+		p.head = s
+	}
+	p.tail = s
+	p.queued++
+	p.queuedBy[s.partition]++
+}
+
+// unlinkLocked takes s out of the queue.
+func (p *pool) unlinkLocked(s *slot) {
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else {
+		p.head = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	} else {
+		p.tail = s.prev
+	}
+	s.prev = nil
+	s.next = nil
+	p.queued--
+	if n := p.queuedBy[s.partition]; n > 1 {
+		p.queuedBy[s.partition] = n - 1
+	} else {
+		delete(p.queuedBy, s.partition)
+	}
+}
+
+// stats returns a snapshot of the pool.
+func (p *pool) stats() PoolStats {
+	p.mu.Lock()
+	st := PoolStats{
+		Size:       p.caps.size,
+		InFlight:   p.inFlight,
+		Queued:     p.queued,
+		HighWater:  p.highWater,
+		Partitions: len(p.byPartition),
+	}
+	for partition := range p.queuedBy {
+		if _, holds := p.byPartition[partition]; !holds {
+			st.Partitions++
+		}
+	}
+	p.mu.Unlock()
+	return st
+}

@@ -1,0 +1,310 @@
+package limit
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestQueueGrantsInArrivalOrder(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	ctx := context.Background()
+	releaseFirst := hold(t, l, home)
+	second, _ := queue(t, l, ft, ctx, search)
+	third, _ := queue(t, l, ft, ctx, about)
+	fourth, _ := queue(t, l, ft, ctx, blog)
+	wantFetch(t, l, 1, 3)
+
+	releaseFirst()
+	releaseSecond := granted(t, second)
+	waiting(t, "third", third)
+	waiting(t, "fourth", fourth)
+	wantFetch(t, l, 1, 2)
+
+	releaseSecond()
+	releaseThird := granted(t, third)
+	waiting(t, "fourth", fourth)
+	releaseThird()
+	granted(t, fourth)()
+	wantFetch(t, l, 0, 0)
+}
+
+func TestPartitionCapLetsOtherPartitionsPass(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 3, MaxPerPartition: 2}))
+	ctx := context.Background()
+	releaseSearch1 := hold(t, l, search)
+	hold(t, l, search)
+	// /search is at its cap with a slot free: its next request waits, others pass.
+	search3, _ := queue(t, l, ft, ctx, search)
+	releaseHome := hold(t, l, home)
+	wantFetch(t, l, 3, 1)
+
+	home2, _ := queue(t, l, ft, ctx, home)
+	about1, _ := queue(t, l, ft, ctx, about)
+	// The oldest waiter (/search) is at its partition cap: the freed slot goes past it.
+	releaseHome()
+	releaseHome2 := granted(t, home2)
+	waiting(t, "search3", search3)
+	waiting(t, "about1", about1)
+
+	releaseHome2()
+	granted(t, about1)
+	waiting(t, "search3", search3)
+
+	// Once /search frees a slot, its waiter is served first.
+	releaseSearch1()
+	granted(t, search3)
+	if got := l.Usage(search).InFlight; got != 2 {
+		t.Fatalf("/search in flight: got %d, want its cap 2", got)
+	}
+	wantFetch(t, l, 3, 0)
+}
+
+func TestFloodOnOnePathIsShedWhileOthersFlow(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxQueue: 64}))
+	ctx := context.Background()
+	share := l.fetch.caps.queueShare
+	for i := 0; i < DefaultMaxPerPartition; i++ {
+		hold(t, l, search)
+	}
+	for i := 0; i < share; i++ {
+		queue(t, l, ft, ctx, search)
+	}
+	if _, err := l.Acquire(ctx, search); !errors.Is(err, ErrPartitionQueueFull) {
+		t.Fatalf("flooded /search: got %v, want %v", err, ErrPartitionQueueFull)
+	}
+	// Other paths take every remaining slot.
+	for i := 0; i < DefaultMaxConcurrent-DefaultMaxPerPartition; i++ {
+		hold(t, l, Request{Partition: "https://shop.example/item/" + strconv.Itoa(i), Host: "shop.example"})
+	}
+	wantFetch(t, l, DefaultMaxConcurrent, share)
+}
+
+func TestHostCap(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 10, MaxPerHost: 2}))
+	ctx := context.Background()
+	releaseHome := hold(t, l, home)
+	hold(t, l, search)
+	third, _ := queue(t, l, ft, ctx, about)
+	// Another host flows past the waiter whose host is at its cap.
+	hold(t, l, blog)
+	if got := l.Usage(home).HostInFlight; got != 2 {
+		t.Fatalf("host in flight: got %d, want 2", got)
+	}
+	waiting(t, "third", third)
+	releaseHome()
+	granted(t, third)
+	wantFetch(t, l, 3, 0)
+}
+
+func TestShedAtOnce(t *testing.T) {
+	tests := []struct {
+		desc     string
+		settings Settings
+		queued   []Request // waiters queued before the request
+		req      Request
+		want     error
+	}{
+		{
+			desc:     "queue full",
+			settings: Settings{MaxConcurrent: 1, MaxQueue: 2},
+			queued:   []Request{search, about},
+			req:      blog,
+			want:     ErrQueueFull,
+		},
+		{
+			desc:     "partition share of the queue full",
+			settings: Settings{MaxConcurrent: 1, MaxQueue: 10, MaxQueuePerPartition: 2},
+			queued:   []Request{search, search},
+			req:      search,
+			want:     ErrPartitionQueueFull,
+		},
+		{
+			desc:     "partition share is the larger of maxPerPartition and maxQueue/8",
+			settings: Settings{MaxConcurrent: 1, MaxQueue: 16, MaxPerPartition: 1},
+			queued:   []Request{search, search},
+			req:      search,
+			want:     ErrPartitionQueueFull,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			ft := newFakeTimers()
+			l := mustNew(t, ft.settings(tt.settings))
+			ctx := context.Background()
+			hold(t, l, home)
+			for _, req := range tt.queued {
+				queue(t, l, ft, ctx, req)
+			}
+			release, err := l.Acquire(ctx, tt.req)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			release() // a no-op, and safe to call
+			ft.none(t)
+			wantFetch(t, l, 1, len(tt.queued))
+		})
+	}
+}
+
+func TestPartitionShareLeavesRoomForOthers(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1, MaxQueue: 10, MaxQueuePerPartition: 1}))
+	ctx := context.Background()
+	hold(t, l, home)
+	queue(t, l, ft, ctx, search)
+	if _, err := l.Acquire(ctx, search); !errors.Is(err, ErrPartitionQueueFull) {
+		t.Fatalf("second /search waiter: got %v, want %v", err, ErrPartitionQueueFull)
+	}
+	queue(t, l, ft, ctx, about)
+	wantFetch(t, l, 1, 2)
+}
+
+func TestQueueWaitBound(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	release := hold(t, l, home)
+	ch, tm := queue(t, l, ft, context.Background(), search)
+	if tm.d != DefaultMaxQueueWait {
+		t.Fatalf("timer: got %s, want %s", tm.d, DefaultMaxQueueWait)
+	}
+	tm.fire()
+	r := await(t, ch)
+	if !errors.Is(r.err, ErrQueueWait) {
+		t.Fatalf("got %v, want %v", r.err, ErrQueueWait)
+	}
+	r.release()
+	wantFetch(t, l, 1, 0)
+	// The slot freed later goes to nobody: the shed waiter is gone.
+	release()
+	wantFetch(t, l, 0, 0)
+}
+
+func TestGrantStopsTimer(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	release := hold(t, l, home)
+	ch, tm := queue(t, l, ft, context.Background(), search)
+	release()
+	got := granted(t, ch)
+	if !tm.isStopped() {
+		t.Fatal("timer of a granted waiter: not stopped")
+	}
+	tm.fire() // a late timer changes nothing
+	wantFetch(t, l, 1, 0)
+	got()
+	wantFetch(t, l, 0, 0)
+}
+
+func TestContextEndsWhileQueued(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	release := hold(t, l, home)
+	ctx, cancel := context.WithCancel(context.Background())
+	gone, tm := queue(t, l, ft, ctx, search)
+	next, _ := queue(t, l, ft, context.Background(), about)
+	cancel()
+	r := await(t, gone)
+	if !errors.Is(r.err, ErrContextDone) || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("got %v, want %v wrapping %v", r.err, ErrContextDone, context.Canceled)
+	}
+	if !tm.isStopped() {
+		t.Fatal("timer of a waiter that left: not stopped")
+	}
+	wantFetch(t, l, 1, 1)
+	if got := l.Usage(search).Queued; got != 0 {
+		t.Fatalf("/search queued: got %d, want 0", got)
+	}
+	// The freed slot goes to the waiter behind the one that left.
+	release()
+	granted(t, next)()
+	wantFetch(t, l, 0, 0)
+}
+
+func TestContextDoneBeforeQueueing(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	hold(t, l, home)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := l.Acquire(ctx, search)
+	if !errors.Is(err, ErrContextDone) {
+		t.Fatalf("got %v, want %v", err, ErrContextDone)
+	}
+	ft.none(t)
+	wantFetch(t, l, 1, 0)
+}
+
+func TestRealTimerStoppedOnGrant(t *testing.T) {
+	armed := make(chan struct{}, 1)
+	l := mustNew(t, Settings{
+		MaxConcurrent: 1,
+		MaxQueueWait:  time.Hour,
+		AfterFunc: func(d time.Duration, f func()) func() bool {
+			stop := afterFunc(d, f)
+			armed <- struct{}{}
+			return stop
+		},
+	})
+	release := hold(t, l, home)
+	ch := make(chan result, 1)
+	go func() {
+		r, err := l.Acquire(context.Background(), search)
+		ch <- result{release: r, err: err}
+	}()
+	select {
+	case <-armed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("hangs: waiter never armed its timer")
+	}
+	release()
+	granted(t, ch)()
+	wantFetch(t, l, 0, 0)
+}
+
+// TestLeaveAfterGrantOrExpiry covers a context that ends just as the waiter is granted or
+// shed: the waiter's goroutine may see either event first.
+func TestLeaveAfterGrantOrExpiry(t *testing.T) {
+	tests := []struct {
+		desc string
+		// settle moves the queued slot on before leave runs.
+		settle func(p *pool, s *slot, releaseHolder func())
+		want   error
+	}{
+		{
+			desc:   "granted: the slot is handed back",
+			settle: func(p *pool, s *slot, releaseHolder func()) { releaseHolder() },
+			want:   ErrContextDone,
+		},
+		{
+			desc:   "expired: the wait bound came first",
+			settle: func(p *pool, s *slot, releaseHolder func()) { p.expire(s); releaseHolder() },
+			want:   ErrQueueWait,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			l := mustNew(t, Settings{MaxConcurrent: 1})
+			releaseHolder := hold(t, l, home)
+			p := l.fetch
+			s := &slot{partition: search.Partition, host: search.Host, ready: make(chan struct{})}
+			p.mu.Lock()
+			p.pushLocked(s)
+			p.mu.Unlock()
+			tt.settle(p, s, releaseHolder)
+
+			release, err := p.leave(canceled(), s)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			release()
+			wantFetch(t, l, 0, 0)
+		})
+	}
+}

@@ -1,0 +1,219 @@
+package core
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/weirproxy/weir/core/flight"
+	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/core/store"
+)
+
+// miss handles a request that storage could not answer fresh. stale is what storage holds
+// for it (stale, or fresh but refused by the client's no-cache), at is its key.
+func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, stale *store.Entry, varyMiss bool, now time.Time) {
+	fwd := fwdURIMiss
+	switch {
+	case stale != nil:
+		fwd = fwdStale
+	case varyMiss:
+		fwd = fwdVaryMiss
+	}
+	switch {
+	case r.Method == http.MethodHead && stale == nil:
+		// Weir stores GET answers and serves HEAD from them; a HEAD miss is not worth a
+		// whole GET from the origin.
+		h.pass(w, r, statusFwd+fwd)
+		return
+	case len(r.Header["Range"]) > 0 && stale == nil, r.ContentLength != 0:
+		h.pass(w, r, statusBypass)
+		return
+	}
+	if stale != nil && now.Before(stale.StaleWhileRevalidateUntil) && !requestNoCache(r) {
+		// RFC 5861 section 3: answer at once, refresh behind the client's back.
+		h.refresh(r, key, stale)
+		h.serveEntry(w, r, stale, now, statusHit+itoa(ttlSeconds(stale, now)))
+		return
+	}
+	if stale == nil {
+		if ne, ok := h.e.neg.Lookup(key, now); ok {
+			h.serveNegative(w, ne, now)
+			return
+		}
+	}
+	if stale == nil && len(r.Header["Authorization"]) > 0 {
+		// FR-COA-8: a request with credentials never waits on, nor leads, a shared fetch.
+		req, cancel := h.fetchRequest(r, nil)
+		sk := &sink{w: w, cacheStatus: statusFwd + fwd}
+		res := h.fetch(req, cancel, key, nil, sk)
+		if !sk.detach() {
+			h.deliver(w, r, res, nil, statusFwd+fwd, false)
+		}
+		return
+	}
+
+	c, leader := h.e.flights.Join(key)
+	if leader {
+		h.lead(w, r, c, key, stale, statusFwd+fwd)
+		return
+	}
+	h.follow(w, r, c, key, stale, statusFwd+fwd+paramCollapsed)
+}
+
+// lead starts the flight's fetch on a goroutine of its own and waits for it with the
+// client's context: a leader that hangs up does not cancel the fetch (FR-COA-2).
+func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string) {
+	req, cancel := h.fetchRequest(r, stale)
+	sk := &sink{w: w, cacheStatus: cacheStatus}
+	h.e.flights.Run(key, c, func() (interface{}, error) {
+		return h.fetch(req, cancel, key, stale, sk), nil
+	})
+	select {
+	case <-c.Done():
+	case <-r.Context().Done():
+		sk.detach()
+		return
+	}
+	if sk.detach() {
+		return
+	}
+	v, err := c.Result()
+	if err != nil {
+		h.failed(w, r, stale, cacheStatus+paramDetail+"origin-panic")
+		return
+	}
+	h.deliver(w, r, v.(*fetchResult), stale, cacheStatus, false)
+}
+
+// follow waits for another request's fetch, at most coalesce.followerMaxWait (FR-COA-4).
+func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string) {
+	timer := time.NewTimer(h.s.FollowerMaxWait)
+	select {
+	case <-c.Done():
+		timer.Stop()
+	case <-r.Context().Done():
+		timer.Stop()
+		return
+	case <-timer.C:
+		now := h.s.Now()
+		if stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil)) {
+			h.serveEntry(w, r, stale, now, staleStatus(stale, now, "coalesce-timeout"))
+			return
+		}
+		h.pass(w, r, statusFwd+fwdURIMiss+paramDetail+"coalesce-timeout")
+		return
+	}
+	v, err := c.Result()
+	if err != nil {
+		h.failed(w, r, stale, cacheStatus+paramDetail+"origin-panic")
+		return
+	}
+	res := v.(*fetchResult)
+	if res.entry != nil && res.varKey != "" && variantKey(key, res.entry.Vary, r) != res.varKey {
+		// The leader's answer is another variant: look up once more, then fetch alone.
+		h.retry(w, r, key)
+		return
+	}
+	h.deliver(w, r, res, stale, cacheStatus, true)
+}
+
+// deliver writes a flight's result to one waiter.
+func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResult, stale *store.Entry, cacheStatus string, follower bool) {
+	now := h.s.Now()
+	switch {
+	case res.open > 0:
+		h.refuse(w, r, stale, cacheStatus, res.open)
+	case res.shed != nil:
+		if stale != nil && now.Before(stale.StaleIfErrorUntil) {
+			h.serveEntry(w, r, stale, now, staleStatus(stale, now, limit.Detail(res.shed)))
+			return
+		}
+		h.shed(w, r, cacheStatus, res.shed)
+	case res.originError:
+		// FR-COA-5: each waiter serves stale from its own lookup if stale-if-error allows it,
+		// otherwise the error; nobody retries.
+		if stale != nil && now.Before(stale.StaleIfErrorUntil) {
+			h.serveEntry(w, r, stale, now, staleStatus(stale, now, "stale-if-error"))
+			return
+		}
+		h.writeAnswer(w, res.status, res.header, res.body, cacheStatus+paramDetail+"origin-error", follower)
+	case res.entry != nil:
+		if res.stored && !follower {
+			cacheStatus += paramStored
+		}
+		if res.revalidated {
+			cacheStatus += "; fwd-status=304"
+		}
+		h.serveEntry(w, r, res.entry, now, cacheStatus)
+	case !follower && !res.streamed:
+		detail := ""
+		if res.reason != "" {
+			detail = paramDetail + res.reason
+		}
+		h.writeAnswer(w, res.status, res.header, res.body, cacheStatus+detail, false)
+	default:
+		h.retry(w, r, "")
+	}
+}
+
+// retry serves a follower whose leader's answer could not be shared: one more lookup, then
+// a fetch of its own.
+func (h *Handler) retry(w http.ResponseWriter, r *http.Request, key string) {
+	if key == "" {
+		key = h.keyer.key(r)
+	}
+	now := h.s.Now()
+	if ent, _, _ := h.lookup(r, key, now); ent != nil && now.Before(ent.FreshUntil) {
+		h.serveEntry(w, r, ent, now, statusHit+itoa(ttlSeconds(ent, now)))
+		return
+	}
+	h.pass(w, r, statusFwd+fwdURIMiss+paramDetail+"uncacheable")
+}
+
+// refresh revalidates stale in the background through the flight table, unless a fetch
+// for key is already under way.
+func (h *Handler) refresh(r *http.Request, key string, stale *store.Entry) {
+	c, ok := h.e.flights.TryLead(key)
+	if !ok {
+		return
+	}
+	req, cancel := h.fetchRequest(r, stale)
+	h.e.flights.Run(key, c, func() (interface{}, error) {
+		return h.fetch(req, cancel, key, stale, nil), nil
+	})
+}
+
+// failed answers a waiter whose fetch panicked: stale if allowed, else 502.
+func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string) {
+	now := h.s.Now()
+	if stale != nil && now.Before(stale.StaleIfErrorUntil) {
+		h.serveEntry(w, r, stale, now, staleStatus(stale, now, "stale-if-error"))
+		return
+	}
+	w.Header()["Cache-Status"] = []string{cacheStatus}
+	http.Error(w, http.StatusText(http.StatusBadGateway), http.StatusBadGateway)
+}
+
+// writeAnswer writes a held answer. For other waiters than the one it was fetched for, the
+// fields that could carry one client's state (Set-Cookie) are left out, and a private answer
+// keeps only its status.
+func (h *Handler) writeAnswer(w http.ResponseWriter, status int, header http.Header, body []byte, cacheStatus string, shared bool) {
+	dst := w.Header()
+	private := shared && parseCacheControl(header["Cache-Control"]).private
+	if !private {
+		for k, v := range header {
+			if shared && k == "Set-Cookie" {
+				continue
+			}
+			dst[k] = v
+		}
+	}
+	if private {
+		body = nil
+	}
+	dst["Cache-Status"] = []string{cacheStatus}
+	w.WriteHeader(status)
+	if len(body) > 0 {
+		w.Write(body)
+	}
+}

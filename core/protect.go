@@ -1,0 +1,80 @@
+package core
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/neg"
+	"github.com/weirproxy/weir/core/store"
+)
+
+// admit asks the breaker of r's upstream whether a fetch may reach the origin (FR-CB-5).
+// The returned breaker and permit go back with the fetch's outcome to record or release.
+func (h *Handler) admit(r *http.Request, now time.Time) (*breaker.Breaker, breaker.Permit) {
+	b := h.e.breakers.Get(breaker.ScopeKey(h.s.Breaker.Scope, r.Host), now)
+	return b, b.Allow(now)
+}
+
+// outcome records a finished fetch with the breaker: a 502, 503 or 504 (Traefik's answers
+// for connection errors and timeouts) is a failure, a 500 only with breaker.countStatus500,
+// anything else the origin answering; a client that hung up is neither (FR-CB-1, FR-CB-2).
+func (h *Handler) outcome(b *breaker.Breaker, p breaker.Permit, ctx context.Context, status int) {
+	now := h.s.Now()
+	if ctx.Err() == context.Canceled {
+		b.Release(p, now)
+		return
+	}
+	failed := status == 502 || status == 503 || status == 504 || (status == 500 && h.s.BreakerCountStatus500)
+	b.Record(p, failed, now)
+}
+
+// refuse answers a request whose upstream's breaker is open: stale where allowed, otherwise
+// a fast 503 with Retry-After set to the time left (FR-CB-5).
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, retryAfter time.Duration) {
+	now := h.s.Now()
+	if stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil)) {
+		h.serveEntry(w, r, stale, now, staleStatus(stale, now, "circuit-open"))
+		return
+	}
+	hdr := w.Header()
+	hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(retryAfter), 10)}
+	hdr["Cache-Status"] = []string{cacheStatus + paramDetail + "circuit-open"}
+	http.Error(w, "origin unavailable, retry later", http.StatusServiceUnavailable)
+}
+
+// serveNegative answers from a negative entry: the remembered status and Retry-After, no
+// body, no origin contact (FR-NEG-1, FR-NEG-2).
+func (h *Handler) serveNegative(w http.ResponseWriter, ne neg.Entry, now time.Time) {
+	hdr := w.Header()
+	if ne.RetryAfter > 0 {
+		hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(ne.RetryAfter), 10)}
+	}
+	hdr["Content-Length"] = []string{"0"}
+	hdr["Cache-Status"] = []string{statusHit + strconv.FormatInt(ceilSeconds(ne.Until.Sub(now)), 10) + paramDetail + "negative"}
+	w.WriteHeader(ne.Status)
+}
+
+// rememberFailure records a negative entry for key after a fetch failed on origin health with
+// nothing stored; neg refuses 500s, 4xx and requests with credentials (FR-NEG-4).
+func (h *Handler) rememberFailure(key string, req *http.Request, status int, header http.Header, now time.Time) {
+	var retryAfter time.Duration
+	if v, ok := parseDeltaSeconds(header.Get("Retry-After")); ok {
+		retryAfter = time.Duration(v) * time.Second
+	}
+	h.e.neg.Record(key, neg.Failure{Status: status, RetryAfter: retryAfter, Credentialed: hasCredentials(req)}, now)
+}
+
+// hasCredentials tells whether a request carries what identifies a client.
+func hasCredentials(r *http.Request) bool {
+	return len(r.Header["Authorization"]) > 0 || len(r.Header["Cookie"]) > 0
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 1
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}

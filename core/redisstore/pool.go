@@ -1,0 +1,105 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// keepAlive is the TCP keep-alive period of connections to the server.
+const keepAlive = time.Minute
+
+// newPool returns an empty connection pool. redis.Pool runs interpreted only with the
+// vendored patch that splits its `a, b = nil, nil` assignments (patches/redigo-yaegi.patch):
+// unpatched, it panics in Yaegi whenever its idle list empties.
+func (s *Store) newPool() *redis.Pool {
+	return &redis.Pool{
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return s.dial(ctx)
+		},
+		MaxIdle:     s.maxIdle,
+		MaxActive:   s.maxActive,
+		IdleTimeout: s.idleTimeout,
+		Wait:        true,
+	}
+}
+
+// resetPool replaces the pool p, unless it was already replaced, and closes its idle
+// connections: after one connection broke, the others most likely did too (the server
+// restarted or the network dropped). Connections still in use close when put back.
+func (s *Store) resetPool(p *redis.Pool) {
+	s.mu.Lock()
+	if s.closed || s.pool.Load().(*redis.Pool) != p {
+		s.mu.Unlock()
+		return
+	}
+	s.pool.Store(s.newPool())
+	s.mu.Unlock()
+	p.Close()
+}
+
+// dial connects to the server, within ctx and Timeout, and authenticates and selects the
+// database.
+//
+// It dials and runs the TLS handshake itself, then wraps the connection with redis.NewConn,
+// rather than leaving this to redis.DialContext: the handshake then ends with ctx (redigo's
+// own runs on a goroutine bounded only by its handshake timeout), and AUTH and SELECT go
+// through statusReply, without which their "OK" is an error under Yaegi.
+func (s *Store) dial(ctx context.Context) (redis.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	d := net.Dialer{KeepAlive: keepAlive}
+	nc, err := d.DialContext(ctx, "tcp", s.srv.addr)
+	if err != nil {
+		return nil, err
+	}
+	if s.srv.tls != nil {
+		tc := tls.Client(nc, s.srv.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("tls handshake: %w", err)
+		}
+		nc = tc
+	}
+	c := redis.NewConn(nc, 0, s.timeout)
+	if s.srv.password != "" {
+		args := []interface{}{s.srv.password}
+		if s.srv.user != "" {
+			args = []interface{}{s.srv.user, s.srv.password}
+		}
+		if err := expect(ctx, c, "OK", "AUTH", args...); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if s.srv.db != 0 {
+		if err := expect(ctx, c, "OK", "SELECT", s.srv.db); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// expect sends a command within ctx and checks its status reply.
+func expect(ctx context.Context, c redis.Conn, want, cmd string, args ...interface{}) error {
+	timeout := time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	if timeout <= 0 {
+		return fmt.Errorf("%s: %w", cmd, context.DeadlineExceeded)
+	}
+	reply, err := do(c, timeout, cmd, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	if reply != want {
+		return fmt.Errorf("%s: reply %v, want %s", cmd, reply, want)
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+// Package redisstore is Weir's shared store: entries kept in Redis (or any server speaking
+// its protocol) through redigo, so that every Weir in front of an origin serves from one
+// cache and a restarted Weir starts warm.
+//
+// It is the only package that knows redigo and the Yaegi defects around it: the vendored
+// redigo carries patches (patches/redigo-yaegi.patch) so that it loads and pools
+// connections interpreted, and replies are read so that they mean the same compiled and
+// interpreted (statusReply). Entries are stored in store.Encode's binary form under
+// KeyPrefix+key, with a time to live that ends at the entry's KeepUntil.
+//
+// A Store reports a slow or absent server as errors, promptly; wrap it in a store.Guard to
+// stop calling it while it keeps failing.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/weirproxy/weir/core/store"
+)
+
+// ErrClosed is returned by calls on a closed Store.
+var ErrClosed = errors.New("redis store closed")
+
+// Store is a store.Store kept in Redis. It is safe for concurrent use.
+type Store struct {
+	srv         server
+	prefix      string
+	maxEntry    int
+	maxIdle     int
+	maxActive   int
+	idleTimeout time.Duration
+	timeout     time.Duration
+	now         func() time.Time
+
+	// pool holds the current *redis.Pool; a broken connection replaces it (resetPool).
+	pool atomic.Value
+	// unreadable counts stored entries that could not be decoded.
+	unreadable int64
+
+	// mu guards replacing the pool and closed.
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a Store for the server that s names. It does not connect: connections are made
+// on first use, so New succeeds while the server is unreachable.
+func New(s Settings) (*Store, error) {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := parseURL(s.URL)
+	if err != nil {
+		return nil, err
+	}
+	st := &Store{
+		srv:         srv,
+		prefix:      s.KeyPrefix,
+		maxEntry:    s.MaxEntrySize,
+		maxIdle:     s.MaxIdle,
+		maxActive:   s.MaxActive,
+		idleTimeout: s.IdleTimeout,
+		timeout:     s.Timeout,
+		now:         s.Now,
+	}
+	st.pool.Store(st.newPool())
+	return st, nil
+}
+
+// Get implements store.Store. An entry that cannot be decoded (written by another version
+// of Weir, or not by Weir at all) is a miss, counted by Unreadable.
+func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
+	reply, err := s.do(ctx, "GET", s.prefix+key)
+	if err != nil {
+		return nil, fmt.Errorf("redis get: %w", err)
+	}
+	if reply == nil {
+		return nil, nil
+	}
+	b, ok := reply.([]byte)
+	if !ok {
+		return nil, fmt.Errorf("redis get: unexpected reply %T", reply)
+	}
+	e, err := store.Decode(b)
+	if err != nil {
+		atomic.AddInt64(&s.unreadable, 1)
+		return nil, nil
+	}
+	return e, nil
+}
+
+// Set implements store.Store: the entry expires in Redis at its KeepUntil, rounded up to the
+// millisecond. An entry already past KeepUntil is not stored. An entry whose encoded form is
+// over MaxEntrySize is refused with store.ErrTooLarge.
+func (s *Store) Set(ctx context.Context, key string, e *store.Entry) error {
+	ttl := e.KeepUntil.Sub(s.now())
+	if ttl <= 0 {
+		return nil
+	}
+	if len(e.Body) > s.maxEntry {
+		return store.ErrTooLarge
+	}
+	b := store.Encode(e)
+	if len(b) > s.maxEntry {
+		return store.ErrTooLarge
+	}
+	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	reply, err := s.do(ctx, "SET", s.prefix+key, b, "PX", ms)
+	if err != nil {
+		return fmt.Errorf("redis set: %w", err)
+	}
+	if reply != "OK" {
+		return fmt.Errorf("redis set: unexpected reply %v", reply)
+	}
+	return nil
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if _, err := s.do(ctx, "DEL", s.prefix+key); err != nil {
+		return fmt.Errorf("redis delete: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the server answers, for health checks.
+func (s *Store) Ping(ctx context.Context) error {
+	reply, err := s.do(ctx, "PING")
+	if err != nil {
+		return fmt.Errorf("redis ping: %w", err)
+	}
+	if reply != "PONG" {
+		return fmt.Errorf("redis ping: unexpected reply %v", reply)
+	}
+	return nil
+}
+
+// Unreadable counts the stored entries that Get could not decode and reported as misses.
+func (s *Store) Unreadable() int64 {
+	return atomic.LoadInt64(&s.unreadable)
+}
+
+// Close closes the Store's connections; calls after it fail with ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	p := s.pool.Load().(*redis.Pool)
+	s.mu.Unlock()
+	return p.Close()
+}
+
+// do sends one command on a pooled connection. A connection that breaks (a server that
+// restarted breaks every idle one) empties the pool, and the command is sent once more on a
+// new connection: GET, SET and DEL may safely be repeated.
+func (s *Store) do(ctx context.Context, cmd string, args ...interface{}) (interface{}, error) {
+	reply, retry, err := s.doOnce(ctx, cmd, args)
+	if retry {
+		reply, _, err = s.doOnce(ctx, cmd, args)
+	}
+	return reply, err
+}
+
+func (s *Store) doOnce(ctx context.Context, cmd string, args []interface{}) (reply interface{}, retry bool, err error) {
+	timeout, err := s.callTimeout(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	p := s.pool.Load().(*redis.Pool)
+	c, err := p.GetContext(ctx)
+	if err != nil {
+		if s.isClosed() {
+			return nil, false, ErrClosed
+		}
+		// A pool replaced (and closed) since it was loaded refuses; the new one may not.
+		return nil, s.pool.Load().(*redis.Pool) != p, err
+	}
+	reply, err = do(c, timeout, cmd, args...)
+	broken := c.Err() != nil
+	c.Close()
+	if !broken {
+		return reply, false, err
+	}
+	s.resetPool(p)
+	// A command that ran out of time has no time left to repeat.
+	return reply, !errors.Is(err, os.ErrDeadlineExceeded), err
+}
+
+// callTimeout is how long a call may wait: Timeout, or less if ctx ends sooner.
+func (s *Store) callTimeout(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	timeout := s.timeout
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		if left <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+		if left < timeout {
+			timeout = left
+		}
+	}
+	return timeout, nil
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	return closed
+}

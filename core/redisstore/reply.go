@@ -1,0 +1,42 @@
+package redisstore
+
+import (
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// do sends one command on c, waiting at most timeout for the reply, and returns the reply
+// the same way compiled and interpreted (see statusReply).
+func do(c redis.Conn, timeout time.Duration, cmd string, args ...interface{}) (interface{}, error) {
+	return statusReply(redis.DoWithTimeout(c, timeout, cmd, args...))
+}
+
+// statusReply makes a status reply a reply, not an error, under Yaegi as compiled.
+//
+// redigo reads a "+OK" status line into the string "OK" and an "-ERR ..." line into
+// redis.Error, a named string type, and Do returns a redis.Error reply as its error. Yaegi,
+// which runs this code in Traefik, cannot tell a named string type from string: a type
+// assertion to either matches both. So interpreted, Do returns every status reply as an
+// error (SET gives err "OK"), and a type switch takes an error reply for a string.
+//
+// Once redigo has parsed a reply, only its text tells the two apart. The status replies of
+// the commands this store sends are OK (SET, AUTH, SELECT), PONG (PING) and QUEUED (a
+// command inside MULTI), and no Redis error reply reads as one of those words: error replies
+// start with a code such as ERR, WRONGTYPE or NOAUTH followed by a message. So an error whose
+// text is exactly one of them is that status reply, whichever way the code runs; anything
+// else stays an error. For the same reason this package never type-asserts redis.Error, and
+// sends no command whose array reply can nest status or error replies (EXEC, pipelines).
+//
+// On an error reply redigo returns the redis.Error as the reply too; statusReply returns a
+// nil reply with any error.
+func statusReply(reply interface{}, err error) (interface{}, error) {
+	if err != nil {
+		switch msg := err.Error(); msg {
+		case "OK", "PONG", "QUEUED":
+			return msg, nil
+		}
+		return nil, err
+	}
+	return reply, nil
+}

@@ -1,0 +1,174 @@
+// Package core is Weir's engine: it composes the store, coalescing and the origin
+// protections into an http.Handler placed in front of the next handler (the origin), and
+// holds the HTTP caching semantics: keys, freshness, Vary, validation and Cache-Status.
+//
+// Engines live in a process-wide registry keyed by middleware name, so that the cache and the
+// flight table survive Traefik's configuration reloads.
+package core
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/core/neg"
+	"github.com/weirproxy/weir/core/store"
+)
+
+// Defaults applied by Settings.withDefaults.
+const (
+	DefaultLeaderMaxAge    = 10 * time.Second
+	DefaultFollowerMaxWait = 10 * time.Second
+	DefaultHitForMissTTL   = 30 * time.Second
+	DefaultOriginTimeout   = 30 * time.Second
+	DefaultStoreTimeout    = 50 * time.Millisecond
+)
+
+// ErrSettings wraps every invalid setting.
+var ErrSettings = errors.New("invalid setting")
+
+// Settings configure one engine. Zero values mean the defaults above or, where said, off.
+type Settings struct {
+	// QueryDrop lists query parameters left out of cache keys. Empty: none.
+	QueryDrop []string
+	// MaxSize is the memory store's byte budget. Zero: store.DefaultMaxSize.
+	MaxSize int64
+	// MaxEntrySize is the largest answer held and stored; larger ones stream through.
+	// Zero: store.DefaultMaxEntrySize.
+	MaxEntrySize int64
+	// DefaultTTL is the freshness given to storable answers that state none. Zero: none.
+	DefaultTTL time.Duration
+
+	// LeaderMaxAge is how long a flight takes followers (FR-COA-3); capped by OriginTimeout.
+	LeaderMaxAge time.Duration
+	// FollowerMaxWait bounds a follower's wait (FR-COA-4); capped by OriginTimeout.
+	FollowerMaxWait time.Duration
+	// HitForMissTTL is how long a key whose answer could not be shared bypasses coalescing.
+	HitForMissTTL time.Duration
+
+	// OriginTimeout bounds a fetch that Weir makes on behalf of the cache.
+	OriginTimeout time.Duration
+	// StoreTimeout bounds every call to a remote store (FR-STF-1).
+	StoreTimeout time.Duration
+
+	// Limiter is the origin concurrency budget (FR-LIM-1..7); zero fields are its defaults.
+	// It is updated live on reload.
+	Limiter limit.Settings
+
+	// Breaker is the circuit breaker (FR-CB-1..5); zero fields are its defaults. Its Scope
+	// says whether one breaker watches the engine, each host or each registrable domain.
+	Breaker breaker.Settings
+	// BreakerCountStatus500 makes a 500 count as a failure; by default it is the origin
+	// answering.
+	BreakerCountStatus500 bool
+	// Negative is the negative cache (FR-NEG-1..4); zero fields are its defaults.
+	Negative neg.Settings
+
+	// Store is a remote store shared with other instances. Nil: process memory.
+	Store store.Store
+	// StoreID names the remote store's configuration, so that a reload pointing at another
+	// store empties this engine's cache. Empty for the memory store.
+	StoreID string
+
+	// Now reads the clock. Nil: time.Now.
+	Now func() time.Time
+	// Log writes one log line. Nil: standard error with a "weir: " prefix.
+	//
+	// A func of one string, not a Printf-like variadic func: Yaegi v0.16.1 panics while
+	// compiling a call of a variadic func-typed field with several arguments.
+	Log func(msg string)
+}
+
+func (s Settings) withDefaults() Settings {
+	if s.MaxSize <= 0 {
+		s.MaxSize = store.DefaultMaxSize
+	}
+	if s.MaxEntrySize <= 0 {
+		s.MaxEntrySize = store.DefaultMaxEntrySize
+	}
+	if s.MaxEntrySize > s.MaxSize {
+		s.MaxEntrySize = s.MaxSize
+	}
+	if s.OriginTimeout <= 0 {
+		s.OriginTimeout = DefaultOriginTimeout
+	}
+	if s.LeaderMaxAge <= 0 {
+		s.LeaderMaxAge = DefaultLeaderMaxAge
+	}
+	if s.LeaderMaxAge > s.OriginTimeout {
+		s.LeaderMaxAge = s.OriginTimeout
+	}
+	if s.FollowerMaxWait <= 0 {
+		s.FollowerMaxWait = DefaultFollowerMaxWait
+	}
+	if s.FollowerMaxWait > s.OriginTimeout {
+		s.FollowerMaxWait = s.OriginTimeout
+	}
+	if s.HitForMissTTL <= 0 {
+		s.HitForMissTTL = DefaultHitForMissTTL
+	}
+	if s.StoreTimeout <= 0 {
+		s.StoreTimeout = DefaultStoreTimeout
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Log == nil {
+		// A closure, not the method value logger.Print: Yaegi v0.16.1 cannot store a method
+		// value of a compiled pointer type in a func variable.
+		logger := log.New(os.Stderr, "weir: ", log.LstdFlags)
+		s.Log = func(msg string) { logger.Print(msg) }
+	}
+	return s
+}
+
+// validate rejects values that are set but make no sense; zero values are defaults.
+func (s Settings) validate() error {
+	checks := []struct {
+		field string
+		v     time.Duration
+	}{
+		{"cache.defaultTTL", s.DefaultTTL},
+		{"coalesce.leaderMaxAge", s.LeaderMaxAge},
+		{"coalesce.followerMaxWait", s.FollowerMaxWait},
+		{"coalesce.hitForMissTTL", s.HitForMissTTL},
+		{"timeouts.origin", s.OriginTimeout},
+		{"timeouts.store", s.StoreTimeout},
+	}
+	for _, c := range checks {
+		if c.v < 0 {
+			return fmt.Errorf("%w: %s: %s must not be negative", ErrSettings, c.field, c.v)
+		}
+	}
+	if err := s.Breaker.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	if err := s.Negative.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	if err := s.Limiter.Validate(); err != nil {
+		return fmt.Errorf("%w: limiter.%v", ErrSettings, err)
+	}
+	if s.MaxSize < 0 {
+		return fmt.Errorf("%w: cache.maxSize: %d must not be negative", ErrSettings, s.MaxSize)
+	}
+	if s.MaxEntrySize < 0 {
+		return fmt.Errorf("%w: cache.maxEntrySize: %d must not be negative", ErrSettings, s.MaxEntrySize)
+	}
+	return nil
+}
+
+// fingerprint names what this engine caches and how it keys: a reload that changes it
+// empties the cache, one that does not keeps it.
+func (s Settings) fingerprint() string {
+	drop := append([]string(nil), s.QueryDrop...)
+	sort.Strings(drop)
+	return fmt.Sprintf("drop=%s size=%d entry=%d ttl=%s store=%s",
+		strings.Join(drop, ","), s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.StoreID)
+}

@@ -1,0 +1,266 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+)
+
+// The binary form of an Entry, for stores outside the process (Redis).
+//
+// A stored entry may outlive the Weir that wrote it: a rolling upgrade shares one Redis
+// between two versions, so the first byte names the layout. An entry this version cannot
+// read is reported as an error, which a store turns into a miss; the answer is then fetched
+// and stored again in the current layout.
+//
+// Layout, version 1 (varint is encoding/binary's zig-zag form, uvarint the unsigned one):
+//
+//	byte     version (1)
+//	byte     flags: 1 VaryIndex, 2 Body present (nil and empty bodies stay apart: HEAD)
+//	byte     which times follow: 1 Born, 2 FreshUntil, 4 StaleWhileRevalidateUntil,
+//	         8 StaleIfErrorUntil, 16 KeepUntil (a zero time is left out)
+//	varint   Status
+//	varint   each time present, as Unix nanoseconds, in the order above
+//	uvarint  header field count, then per field: name, value count, values
+//	uvarint  Vary count, then the names
+//	uvarint  body length, then the body, which ends the input
+//
+// Strings are a uvarint length and the bytes. Header fields are written in sorted order so
+// that one Entry always encodes to the same bytes.
+//
+// Times are Unix nanoseconds, which hold the years 1678 to 2261; Encode clamps a time
+// outside them to the nearest end. Decoded times are in the local zone and carry no
+// monotonic reading.
+
+// EncodingVersion is the layout Encode writes.
+const EncodingVersion = 1
+
+const (
+	flagVaryIndex = 1
+	flagBody      = 2
+)
+
+// The bits of the times byte, in the order Encode and Decode walk the times.
+const (
+	timeBorn = 1 << iota
+	timeFreshUntil
+	timeStaleWhileRevalidateUntil
+	timeStaleIfErrorUntil
+	timeKeepUntil
+	timeAll = timeBorn | timeFreshUntil | timeStaleWhileRevalidateUntil | timeStaleIfErrorUntil | timeKeepUntil
+)
+
+const (
+	// maxFields bounds the header fields, the values of one field and the Vary names that
+	// Decode accepts. Every count is also checked against the bytes left, so no input can
+	// make Decode allocate more than a small multiple of its own length.
+	maxFields = 1 << 16
+)
+
+// The range of Unix nanoseconds that an int64 holds (1677-09-21 to 2262-04-11), kept a few
+// months inside.
+var (
+	minNanoTime = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxNanoTime = time.Date(2261, 12, 31, 0, 0, 0, 0, time.UTC)
+)
+
+// Errors Decode returns, wrapped with where the input went wrong.
+var (
+	// ErrUnknownVersion marks an entry written in a layout this version does not know.
+	ErrUnknownVersion = errors.New("unknown entry version")
+	// ErrMalformed marks an entry whose bytes do not follow its layout.
+	ErrMalformed = errors.New("malformed entry")
+)
+
+// Encode returns the binary form of e in the current layout (EncodingVersion).
+//
+// Encode and Decode are written out in single functions, without helper calls per field:
+// under Yaegi each call costs microseconds, and the entry's shape is small and fixed.
+func Encode(e *Entry) []byte {
+	// Sizing the buffer up front keeps to one allocation; a uvarint takes at most 10 bytes.
+	names := make([]string, 0, len(e.Header))
+	n := 3 + 10 + 5*10 + 10 + 10 + len(e.Body) + 10
+	for k, vs := range e.Header {
+		names = append(names, k)
+		n += 20 + len(k) + 10*len(vs)
+		for _, v := range vs {
+			n += len(v)
+		}
+	}
+	for _, v := range e.Vary {
+		n += 10 + len(v)
+	}
+	sort.Strings(names)
+
+	b := make([]byte, 3, n)
+	b[0] = EncodingVersion
+	if e.VaryIndex {
+		b[1] |= flagVaryIndex
+	}
+	if e.Body != nil {
+		b[1] |= flagBody
+	}
+	b = binary.AppendVarint(b, int64(e.Status))
+	times := [5]time.Time{e.Born, e.FreshUntil, e.StaleWhileRevalidateUntil, e.StaleIfErrorUntil, e.KeepUntil}
+	// bit is a typed variable: Yaegi gives `1 << k` the type int where Go gives it byte, and
+	// then panics mixing it with a byte.
+	bit := byte(1)
+	for _, t := range times {
+		present := !t.IsZero()
+		if present {
+			b[2] |= bit
+		}
+		bit <<= 1
+		if !present {
+			continue
+		}
+		if t.Before(minNanoTime) {
+			t = minNanoTime
+		} else if t.After(maxNanoTime) {
+			t = maxNanoTime
+		}
+		b = binary.AppendVarint(b, t.UnixNano())
+	}
+
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, k := range names {
+		vs := e.Header[k]
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, v := range vs {
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.Vary)))
+	for _, v := range e.Vary {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.Body)))
+	return append(b, e.Body...)
+}
+
+// Decode reads an entry written by Encode. It returns an error wrapping ErrUnknownVersion or
+// ErrMalformed for input it cannot read, and never panics. Every count and length is checked
+// against the bytes left before anything is allocated for it, so no input makes Decode
+// allocate more than a small multiple of its length.
+//
+// The returned entry's Body shares b's memory: b must not be changed afterwards.
+func Decode(b []byte) (*Entry, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("empty input: %w", ErrMalformed)
+	}
+	if b[0] != EncodingVersion {
+		return nil, fmt.Errorf("version %d: %w", b[0], ErrUnknownVersion)
+	}
+	if len(b) < 3 {
+		return nil, malformed("short header", len(b))
+	}
+	flags, times := b[1], b[2]
+	if flags&^(flagVaryIndex|flagBody) != 0 || times&^timeAll != 0 {
+		return nil, malformed(fmt.Sprintf("unknown flags %#x %#x", flags, times), 1)
+	}
+	e := &Entry{VaryIndex: flags&flagVaryIndex != 0}
+	i := 3
+
+	status, n := binary.Varint(b[i:])
+	if n <= 0 || int64(int(status)) != status {
+		return nil, malformed("bad status", i)
+	}
+	i += n
+	e.Status = int(status)
+	if times != 0 {
+		fields := [5]*time.Time{&e.Born, &e.FreshUntil, &e.StaleWhileRevalidateUntil, &e.StaleIfErrorUntil, &e.KeepUntil}
+		bit := byte(1) // see Encode
+		for _, f := range fields {
+			present := times&bit != 0
+			bit <<= 1
+			if !present {
+				continue
+			}
+			v, n := binary.Varint(b[i:])
+			if n <= 0 {
+				return nil, malformed("bad time", i)
+			}
+			i += n
+			*f = time.Unix(0, v)
+		}
+	}
+
+	// A header field takes at least two bytes (an empty name, no values).
+	nf, n := binary.Uvarint(b[i:])
+	if n <= 0 || nf > maxFields || 2*nf > uint64(len(b)-i-n) {
+		return nil, malformed("bad header field count", i)
+	}
+	i += n
+	if nf > 0 {
+		e.Header = make(http.Header, nf)
+	}
+	for ; nf > 0; nf-- {
+		l, n := binary.Uvarint(b[i:])
+		if n <= 0 || l > uint64(len(b)-i-n) {
+			return nil, malformed("bad header field name", i)
+		}
+		i += n
+		k := string(b[i : i+int(l)])
+		i += int(l)
+		if _, dup := e.Header[k]; dup {
+			return nil, malformed("duplicate header field", i)
+		}
+		nv, n := binary.Uvarint(b[i:])
+		if n <= 0 || nv > maxFields || nv > uint64(len(b)-i-n) {
+			return nil, malformed("bad header value count", i)
+		}
+		i += n
+		vs := make([]string, nv)
+		for j := range vs {
+			l, n := binary.Uvarint(b[i:])
+			if n <= 0 || l > uint64(len(b)-i-n) {
+				return nil, malformed("bad header value", i)
+			}
+			i += n
+			vs[j] = string(b[i : i+int(l)])
+			i += int(l)
+		}
+		e.Header[k] = vs
+	}
+
+	nv, n := binary.Uvarint(b[i:])
+	if n <= 0 || nv > maxFields || nv > uint64(len(b)-i-n) {
+		return nil, malformed("bad Vary count", i)
+	}
+	i += n
+	if nv > 0 {
+		e.Vary = make([]string, nv)
+	}
+	for j := range e.Vary {
+		l, n := binary.Uvarint(b[i:])
+		if n <= 0 || l > uint64(len(b)-i-n) {
+			return nil, malformed("bad Vary name", i)
+		}
+		i += n
+		e.Vary[j] = string(b[i : i+int(l)])
+		i += int(l)
+	}
+
+	size, n := binary.Uvarint(b[i:])
+	if n <= 0 || size != uint64(len(b)-i-n) {
+		return nil, malformed("body length not the bytes left", i)
+	}
+	i += n
+	if flags&flagBody != 0 {
+		e.Body = b[i:len(b):len(b)]
+	} else if size != 0 {
+		return nil, malformed("body bytes without a body", i)
+	}
+	return e, nil
+}
+
+func malformed(what string, offset int) error {
+	return fmt.Errorf("%s at offset %d: %w", what, offset, ErrMalformed)
+}

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"container/list"
+	"context"
+	"sync"
+)
+
+// Defaults for the memory store.
+const (
+	DefaultMaxSize      = 32 << 20
+	DefaultMaxEntrySize = 2 << 20
+)
+
+// MemorySettings bound a Memory store.
+type MemorySettings struct {
+	// MaxSize is the byte budget for all entries. Zero means DefaultMaxSize.
+	MaxSize int64
+	// MaxEntrySize is the largest entry stored. Zero means DefaultMaxEntrySize.
+	MaxEntrySize int64
+}
+
+// Memory is an in-process store: a map with least-recently-used eviction by bytes, as
+// groupcache's lru but bounded by size rather than count. It never fails and never blocks
+// on anything but its own lock, so the engine calls it on the hit path directly.
+//
+// Recency is kept as a second chance (CLOCK) rather than by moving an element on every hit:
+// a hit only sets a flag, which costs the interpreter a fraction of a list operation, and
+// eviction gives flagged entries one more trip round the list.
+type Memory struct {
+	maxSize, maxEntrySize int64
+
+	// mu guards everything below.
+	mu    sync.Mutex
+	ll    *list.List // front: most recently added or given a second chance; values are *memItem
+	items map[string]*memItem
+	size  int64
+}
+
+type memItem struct {
+	key   string
+	entry *Entry
+	size  int64
+	el    *list.Element
+	// used is set by every hit since the item last passed the eviction hand.
+	used bool
+}
+
+// NewMemory returns an empty memory store.
+func NewMemory(s MemorySettings) *Memory {
+	if s.MaxSize <= 0 {
+		s.MaxSize = DefaultMaxSize
+	}
+	if s.MaxEntrySize <= 0 {
+		s.MaxEntrySize = DefaultMaxEntrySize
+	}
+	if s.MaxEntrySize > s.MaxSize {
+		s.MaxEntrySize = s.MaxSize
+	}
+	return &Memory{maxSize: s.MaxSize, maxEntrySize: s.MaxEntrySize, ll: list.New(), items: make(map[string]*memItem)}
+}
+
+// Lookup is Get without a context or an error, for the hit path.
+func (m *Memory) Lookup(key string) *Entry {
+	m.mu.Lock()
+	it := m.items[key]
+	if it == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	it.used = true
+	e := it.entry
+	m.mu.Unlock()
+	return e
+}
+
+// Get implements Store.
+func (m *Memory) Get(_ context.Context, key string) (*Entry, error) {
+	return m.Lookup(key), nil
+}
+
+// Set implements Store. It evicts least recently used entries until the new one fits.
+func (m *Memory) Set(_ context.Context, key string, e *Entry) error {
+	size := int64(e.Size() + len(key))
+	if size > m.maxEntrySize {
+		return ErrTooLarge
+	}
+	m.mu.Lock()
+	it := m.items[key]
+	if it != nil {
+		m.size += size - it.size
+		it.entry = e
+		it.size = size
+		it.used = true
+	} else {
+		it = &memItem{key: key, entry: e, size: size}
+		it.el = m.ll.PushFront(it)
+		m.items[key] = it
+		m.size += size
+	}
+	for m.size > m.maxSize {
+		m.evictOne(it)
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// Delete implements Store.
+func (m *Memory) Delete(_ context.Context, key string) error {
+	m.mu.Lock()
+	if it := m.items[key]; it != nil {
+		m.remove(it)
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// Len reports the number of entries and the bytes they take.
+func (m *Memory) Len() (entries int, bytes int64) {
+	m.mu.Lock()
+	entries = len(m.items)
+	bytes = m.size
+	m.mu.Unlock()
+	return entries, bytes
+}
+
+// evictOne removes the least recently used item that has had no hit since the hand last
+// passed it; items with hits go back to the front, once. keep, the item being set, is never
+// the one removed: once the others have had their second chance it would be the oldest
+// unused item, and a Set that succeeded would leave nothing stored. It fits alone, since no
+// item is over maxEntrySize. It must be called with mu held.
+func (m *Memory) evictOne(keep *memItem) {
+	for {
+		it := m.ll.Back().Value.(*memItem)
+		if !it.used && it != keep {
+			m.remove(it)
+			return
+		}
+		it.used = false
+		m.ll.MoveToFront(it.el)
+	}
+}
+
+// remove must be called with mu held.
+func (m *Memory) remove(it *memItem) {
+	m.ll.Remove(it.el)
+	delete(m.items, it.key)
+	m.size -= it.size
+}

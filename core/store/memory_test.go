@@ -1,0 +1,267 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// memEntry returns an entry whose Size is exactly size bytes (at least the fixed overhead).
+func memEntry(size int) *Entry {
+	e := &Entry{Status: 200}
+	if n := size - e.Size(); n > 0 {
+		e.Body = make([]byte, n)
+	}
+	return e
+}
+
+// memCost is what an entry stored under key counts against the budget.
+func memCost(key string, e *Entry) int64 { return int64(e.Size() + len(key)) }
+
+// wantKeys checks which keys m holds without counting the checks as uses.
+func wantKeys(t *testing.T, m *Memory, present, absent []string) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range present {
+		if m.items[k] == nil {
+			t.Errorf("%q was evicted, want it kept", k)
+		}
+	}
+	for _, k := range absent {
+		if m.items[k] != nil {
+			t.Errorf("%q was kept, want it evicted", k)
+		}
+	}
+}
+
+func TestMemorySetGetDelete(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(MemorySettings{})
+	e := memEntry(200)
+	if got, err := m.Get(ctx, "a"); got != nil || err != nil {
+		t.Fatalf("Get on empty store = %v, %v; want nil, nil", got, err)
+	}
+	if err := m.Set(ctx, "a", e); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if got, err := m.Get(ctx, "a"); got != e || err != nil {
+		t.Errorf("Get = %p, %v; want %p, nil", got, err, e)
+	}
+	if got := m.Lookup("a"); got != e {
+		t.Errorf("Lookup = %p, want %p", got, e)
+	}
+	if n, b := m.Len(); n != 1 || b != memCost("a", e) {
+		t.Errorf("Len = %d, %d; want 1, %d", n, b, memCost("a", e))
+	}
+	if err := m.Delete(ctx, "a"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if err := m.Delete(ctx, "a"); err != nil {
+		t.Errorf("Delete of a missing key: %v, want nil", err)
+	}
+	if n, b := m.Len(); n != 0 || b != 0 {
+		t.Errorf("Len after Delete = %d, %d; want 0, 0", n, b)
+	}
+}
+
+func TestMemoryReplaceAccountsBytes(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(MemorySettings{MaxSize: 10000, MaxEntrySize: 5000})
+	small, big := memEntry(300), memEntry(2000)
+	tests := []struct {
+		desc string
+		e    *Entry
+	}{
+		{desc: "first", e: small},
+		{desc: "grow", e: big},
+		{desc: "shrink", e: small},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			if err := m.Set(ctx, "k", tc.e); err != nil {
+				t.Fatalf("Set: %v", err)
+			}
+			if got := m.Lookup("k"); got != tc.e {
+				t.Errorf("Lookup returned another entry than the last one set")
+			}
+			if n, b := m.Len(); n != 1 || b != memCost("k", tc.e) {
+				t.Errorf("Len = %d, %d; want 1, %d", n, b, memCost("k", tc.e))
+			}
+		})
+	}
+}
+
+// Eviction is least recently used by bytes, as a second chance (CLOCK): an entry with a
+// hit since the hand last passed outlives one without.
+func TestMemoryEvictsLeastRecentlyUsedByBytes(t *testing.T) {
+	ctx := context.Background()
+	e := memEntry(1000)
+	cost := memCost("k0", e)
+	// Room for three entries, not four.
+	m := NewMemory(MemorySettings{MaxSize: 3*cost + cost/2, MaxEntrySize: cost * 3})
+	for i := 0; i < 3; i++ {
+		if err := m.Set(ctx, "k"+strconv.Itoa(i), e); err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+	}
+	// k0 is used again: k1 is now the least recently used.
+	m.Lookup("k0")
+	if err := m.Set(ctx, "k3", e); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	wantKeys(t, m, []string{"k0", "k2", "k3"}, []string{"k1"})
+	if n, b := m.Len(); n != 3 || b != 3*cost {
+		t.Errorf("Len = %d, %d; want 3, %d", n, b, 3*cost)
+	}
+
+	// Get counts as a use, as Lookup does: k2 and k3 outlive k0, whose use the hand has
+	// already spent.
+	m.Get(ctx, "k2")
+	m.Lookup("k3")
+	if err := m.Set(ctx, "k4", e); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	wantKeys(t, m, []string{"k2", "k3", "k4"}, []string{"k0"})
+
+	// A big entry evicts as many as it needs, and is itself kept.
+	big := memEntry(int(2 * cost))
+	if err := m.Set(ctx, "big", big); err != nil {
+		t.Fatalf("Set big: %v", err)
+	}
+	wantKeys(t, m, []string{"big"}, nil)
+	if n, b := m.Len(); n != 2 || b > m.maxSize {
+		t.Errorf("Len = %d, %d; want 2 entries within the budget %d", n, b, m.maxSize)
+	}
+}
+
+// An entry just set is never the one evicted to make room for it, even when every other
+// entry has had a hit.
+func TestMemoryKeepsTheEntryJustSet(t *testing.T) {
+	ctx := context.Background()
+	e := memEntry(1000)
+	cost := memCost("k0", e)
+	m := NewMemory(MemorySettings{MaxSize: 3 * cost, MaxEntrySize: 2 * cost})
+	for i := 0; i < 3; i++ {
+		m.Set(ctx, "k"+strconv.Itoa(i), e)
+	}
+	for i := 0; i < 3; i++ {
+		m.Lookup("k" + strconv.Itoa(i))
+	}
+	if err := m.Set(ctx, "k3", memEntry(1000)); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if m.Lookup("k3") == nil {
+		t.Error("Set succeeded but the entry was evicted at once")
+	}
+	if n, b := m.Len(); n != 3 || b > m.maxSize {
+		t.Errorf("Len = %d, %d; want 3 entries within %d bytes", n, b, m.maxSize)
+	}
+}
+
+// Replacing an entry counts as a use.
+func TestMemoryUpdateCountsAsUse(t *testing.T) {
+	ctx := context.Background()
+	e := memEntry(1000)
+	cost := memCost("k0", e)
+	m := NewMemory(MemorySettings{MaxSize: 2 * cost, MaxEntrySize: cost})
+	m.Set(ctx, "k0", e)
+	m.Set(ctx, "k1", e)
+	m.Set(ctx, "k0", memEntry(1000))
+	m.Set(ctx, "k2", e)
+	wantKeys(t, m, []string{"k0", "k2"}, []string{"k1"})
+}
+
+func TestMemoryPerEntryLimit(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(MemorySettings{MaxSize: 100000, MaxEntrySize: 2000})
+	fits := memEntry(2000 - len("k"))
+	if err := m.Set(ctx, "k", fits); err != nil {
+		t.Fatalf("Set of an entry at the limit: %v", err)
+	}
+	tooBig := memEntry(2001 - len("big"))
+	if err := m.Set(ctx, "big", tooBig); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Set over the limit = %v, want ErrTooLarge", err)
+	}
+	wantKeys(t, m, []string{"k"}, []string{"big"})
+	if n, _ := m.Len(); n != 1 {
+		t.Errorf("entries = %d, want 1", n)
+	}
+}
+
+func TestNewMemoryDefaults(t *testing.T) {
+	tests := []struct {
+		desc                string
+		s                   MemorySettings
+		wantSize, wantEntry int64
+	}{
+		{desc: "zero means defaults", s: MemorySettings{}, wantSize: DefaultMaxSize, wantEntry: DefaultMaxEntrySize},
+		{desc: "negative means defaults", s: MemorySettings{MaxSize: -1, MaxEntrySize: -1}, wantSize: DefaultMaxSize, wantEntry: DefaultMaxEntrySize},
+		{desc: "entry limit capped by the budget", s: MemorySettings{MaxSize: 1000, MaxEntrySize: 5000}, wantSize: 1000, wantEntry: 1000},
+		{desc: "small budget caps the default entry limit", s: MemorySettings{MaxSize: 1 << 20}, wantSize: 1 << 20, wantEntry: 1 << 20},
+		{desc: "explicit values kept", s: MemorySettings{MaxSize: 1 << 20, MaxEntrySize: 1 << 10}, wantSize: 1 << 20, wantEntry: 1 << 10},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			m := NewMemory(tc.s)
+			if m.maxSize != tc.wantSize || m.maxEntrySize != tc.wantEntry {
+				t.Errorf("limits = %d, %d; want %d, %d", m.maxSize, m.maxEntrySize, tc.wantSize, tc.wantEntry)
+			}
+		})
+	}
+}
+
+func TestMemoryConcurrentUse(t *testing.T) {
+	ctx := context.Background()
+	e := memEntry(500)
+	m := NewMemory(MemorySettings{MaxSize: 20 * memCost("k00", e)})
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				k := "k" + strconv.Itoa((g*7+i)%40)
+				switch i % 3 {
+				case 0:
+					m.Set(ctx, k, e)
+				case 1:
+					m.Lookup(k)
+				default:
+					m.Delete(ctx, k)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	n, b := m.Len()
+	var sum int64
+	m.mu.Lock()
+	for k, it := range m.items {
+		sum += memCost(k, it.entry)
+	}
+	listLen := m.ll.Len()
+	m.mu.Unlock()
+	if b != sum || n != listLen || b > m.maxSize {
+		t.Errorf("Len = %d, %d; list holds %d entries of %d bytes; budget %d", n, b, listLen, sum, m.maxSize)
+	}
+}
+
+// The memory store bounds what it holds by bytes and drops the least recently used entry.
+func ExampleMemory() {
+	ctx := context.Background()
+	m := NewMemory(MemorySettings{MaxSize: 1000, MaxEntrySize: 600})
+	body := make([]byte, 300)
+	m.Set(ctx, "/a", &Entry{Status: 200, Body: body})
+	m.Set(ctx, "/b", &Entry{Status: 200, Body: body})
+	m.Lookup("/a")                                    // /a is now the most recently used
+	m.Set(ctx, "/c", &Entry{Status: 200, Body: body}) // over budget: /b goes
+	fmt.Println(m.Lookup("/a") != nil, m.Lookup("/b") != nil, m.Lookup("/c") != nil)
+	fmt.Println(m.Set(ctx, "/big", &Entry{Status: 200, Body: make([]byte, 1000)}))
+	// Output:
+	// true false true
+	// entry over the per-entry size limit
+}

@@ -1,0 +1,91 @@
+// Package store holds Weir's stored answers: the Entry that the engine keeps for a cache key,
+// the small Store interface that every backend implements, and the in-process memory backend.
+//
+// A Store knows nothing of HTTP semantics: it maps keys to entries, bounds what it holds, and
+// forgets entries once they can no longer be served. The engine decides what is stored and
+// how long it may be served.
+package store
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Errors a Store may return.
+var (
+	// ErrTooLarge is returned by Set for an entry over the store's per-entry limit.
+	ErrTooLarge = errors.New("entry over the per-entry size limit")
+	// ErrUnavailable is returned while a store cannot be reached.
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+// Entry is one stored answer, or a variant index for a key whose answers vary.
+//
+// An Entry is immutable once handed to a Store: the engine serves it to many requests at once
+// and never writes to it; a refresh stores a new Entry.
+type Entry struct {
+	// Status is the answer's status code. Zero in a variant index.
+	Status int
+	// Header holds the answer's header fields as the origin sent them, less hop-by-hop
+	// fields and Age (which is recomputed on every answer from storage).
+	Header http.Header
+	// Body is the whole answer body; nil for HEAD answers and variant indexes.
+	Body []byte
+
+	// Born is when the answer would have had age zero at the origin: the time it was received
+	// less its corrected initial age (RFC 9111 section 4.2.3). Age now is now minus Born.
+	Born time.Time
+	// FreshUntil is when the answer stops being fresh (Born plus the freshness lifetime).
+	// Equal to Born for an answer that must be revalidated before every use.
+	FreshUntil time.Time
+	// StaleWhileRevalidateUntil ends the window in which a stale answer may be served while a
+	// background refresh runs (RFC 5861 section 3). Zero or before FreshUntil: no such window.
+	StaleWhileRevalidateUntil time.Time
+	// StaleIfErrorUntil ends the window in which a stale answer may be served when the origin
+	// fails (RFC 5861 section 4). Zero or before FreshUntil: no such window.
+	StaleIfErrorUntil time.Time
+	// KeepUntil is when no rule lets the entry be served or revalidated any more; a store may
+	// forget it from then on.
+	KeepUntil time.Time
+
+	// Vary lists the canonical names of the request header fields the answer varies on, in the
+	// answer's order. In a variant index it names the fields that select the variant.
+	Vary []string
+	// VaryIndex marks an entry that holds no answer, only Vary: the answer is stored under the
+	// variant key that those request fields select.
+	VaryIndex bool
+	// Pass marks a key whose last answer could not be shared (hit-for-pass): until KeepUntil,
+	// requests for it go straight to the origin without waiting on each other. It holds no
+	// answer.
+	Pass bool
+}
+
+// Size estimates the bytes an entry holds, for byte budgets.
+func (e *Entry) Size() int {
+	n := len(e.Body) + 128
+	for k, vs := range e.Header {
+		n += len(k) + 16
+		for _, v := range vs {
+			n += len(v) + 16
+		}
+	}
+	for _, v := range e.Vary {
+		n += len(v) + 16
+	}
+	return n
+}
+
+// Store maps cache keys to entries.
+//
+// Get returns (nil, nil) for a key with nothing stored. Every method is bounded by its
+// context; a Store that cannot answer in time returns an error, and the engine treats the
+// lookup as a miss.
+type Store interface {
+	Get(ctx context.Context, key string) (*Entry, error)
+	// Set stores e under key until e.KeepUntil. It may refuse an entry over its per-entry
+	// limit with ErrTooLarge.
+	Set(ctx context.Context, key string, e *Entry) error
+	Delete(ctx context.Context, key string) error
+}

@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// staleAfter is how long a max-age=1 answer takes to be stale for certain: Age counts
+// whole seconds (RFC 9111 §5.1), so a second and a margin.
+const staleAfter = 2100 * time.Millisecond
+
+// TestCacheHitMiss: a cacheable answer is fetched once, stored, then served from the cache
+// with its Age (RFC 9111 §4.2.3, §5.1) and an RFC 9211 Cache-Status.
+func TestCacheHitMiss(t *testing.T) {
+	o := newOrigin(t)
+	body := body1K("hit")
+	o.Handle("/hit/a", answer("max-age=60", body))
+	tr := startTraefik(t, o, cachedRoute("hit", "/hit", "weir-hit", specConfig()))
+
+	first := get(t, tr, "/hit/a")
+	wantReply(t, "first GET", first, http.StatusOK, body)
+	wantMiss(t, "first GET", first, "uri-miss", true)
+
+	second := get(t, tr, "/hit/a")
+	wantReply(t, "second GET", second, http.StatusOK, body)
+	wantHit(t, "second GET", second)
+	if ttl, _ := second.cacheStatus().ttl(); ttl > 60 {
+		t.Errorf("second GET: ttl = %d, want at most max-age 60", ttl)
+	}
+	if second.header.Get("Age") == "" {
+		t.Errorf("second GET: no Age header on a cached answer (RFC 9111 §5.1)")
+	}
+	wantCount(t, o, "/hit/a", 1)
+}
+
+// TestStaleWhileRevalidate: past max-age but within stale-while-revalidate (RFC 5861 §3),
+// the stale answer is served at once and exactly one background request refreshes it.
+func TestStaleWhileRevalidate(t *testing.T) {
+	o := newOrigin(t)
+	var n int64
+	o.Handle("/swr/a", func(w http.ResponseWriter, r *http.Request) {
+		if atomic.AddInt64(&n, 1) == 1 {
+			w.Header().Set("Cache-Control", "max-age=1, stale-while-revalidate=30")
+			io.WriteString(w, "v1")
+			return
+		}
+		// The refresh is slow, so a client that waited for it would notice.
+		time.Sleep(time.Second)
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, "v2")
+	})
+	tr := startTraefik(t, o, cachedRoute("swr", "/swr", "weir-swr", specConfig()))
+
+	wantReply(t, "first GET", get(t, tr, "/swr/a"), http.StatusOK, "v1")
+	time.Sleep(staleAfter)
+
+	stale := get(t, tr, "/swr/a")
+	wantReply(t, "GET once stale", stale, http.StatusOK, "v1")
+	cs := stale.cacheStatus()
+	if ttl, ok := cs.ttl(); !cs.hit() || !ok || ttl >= 0 {
+		t.Errorf("GET once stale: Cache-Status = %q, want \"Weir; hit; ttl=-N\"", cs)
+	}
+	if stale.took > 500*time.Millisecond {
+		t.Errorf("GET once stale took %v: it waited for the 1s refresh instead of answering at once", stale.took)
+	}
+	if !waitFor(5*time.Second, func() bool { return o.Count("/swr/a") >= 2 }) {
+		t.Fatalf("no background refresh reached the origin within 5s (origin requests %d)", o.Count("/swr/a"))
+	}
+
+	var fresh reply
+	if !waitFor(5*time.Second, func() bool {
+		fresh = get(t, tr, "/swr/a")
+		return fresh.body == "v2"
+	}) {
+		t.Fatalf("the refreshed answer was not served within 5s: last body %q, Cache-Status %q", fresh.body, fresh.cacheStatus())
+	}
+	wantHit(t, "GET after the refresh", fresh)
+	wantCount(t, o, "/swr/a", 2)
+}
+
+// TestStaleIfError: past max-age but within stale-if-error (RFC 5861 §4), an origin that
+// fails leaves the client with the stale answer.
+func TestStaleIfError(t *testing.T) {
+	tests := []struct {
+		desc string
+		fail http.HandlerFunc
+		// retried: Traefik's transport (net/http) resends an idempotent request once when a
+		// reused connection closes before any answer, so the origin may see the GET twice.
+		retried bool
+	}{
+		{desc: "origin answers 503", fail: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "down")
+		}},
+		{desc: "origin closes the connection", fail: func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}, retried: true},
+	}
+	o := newOrigin(t)
+	tr := startTraefik(t, o, cachedRoute("sie", "/sie", "weir-sie", specConfig()))
+	for i, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			path := fmt.Sprintf("/sie/%d", i)
+			var n int64
+			fail := tc.fail
+			o.Handle(path, func(w http.ResponseWriter, r *http.Request) {
+				if atomic.AddInt64(&n, 1) == 1 {
+					w.Header().Set("Cache-Control", "max-age=1, stale-if-error=60")
+					io.WriteString(w, "good")
+					return
+				}
+				fail(w, r)
+			})
+			wantReply(t, "first GET", get(t, tr, path), http.StatusOK, "good")
+			time.Sleep(staleAfter)
+			r := get(t, tr, path)
+			wantReply(t, "GET while the origin fails", r, http.StatusOK, "good")
+			t.Logf("Cache-Status while the origin fails: %q", r.cacheStatus())
+			if got := o.Count(path); got < 2 || (got > 2 && !tc.retried) || got > 3 {
+				t.Errorf("origin requests for %s = %d, want 2 (3 if the transport retried)", path, got)
+			}
+		})
+	}
+}
+
+// TestVary: each Accept-Language gets its own stored answer (RFC 9111 §4.1); an answer with
+// Vary: * never matches a later request.
+func TestVary(t *testing.T) {
+	o := newOrigin(t)
+	o.Handle("/vary/lang", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Vary", "Accept-Language")
+		io.WriteString(w, "hello "+r.Header.Get("Accept-Language"))
+	})
+	o.Handle("/vary/star", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Vary", "*")
+		io.WriteString(w, "star")
+	})
+	tr := startTraefik(t, o, cachedRoute("vary", "/vary", "weir-vary", specConfig()))
+
+	lang := func(l string) reply {
+		t.Helper()
+		return send(t, tr, http.MethodGet, "/vary/lang", map[string]string{"Accept-Language": l})
+	}
+	for _, l := range []string{"en", "fr"} {
+		r := lang(l)
+		wantReply(t, "first GET "+l, r, http.StatusOK, "hello "+l)
+		if cs := r.cacheStatus(); cs.hit() || cs.fwd() == "" {
+			t.Errorf("first GET %s: Cache-Status = %q, want a miss (fwd=uri-miss or fwd=vary-miss)", l, cs)
+		}
+	}
+	for _, l := range []string{"en", "fr"} {
+		r := lang(l)
+		wantReply(t, "second GET "+l, r, http.StatusOK, "hello "+l)
+		wantHit(t, "second GET "+l, r)
+	}
+	wantCount(t, o, "/vary/lang", 2)
+
+	for i := 1; i <= 3; i++ {
+		r := get(t, tr, "/vary/star")
+		wantReply(t, fmt.Sprintf("GET %d with Vary: *", i), r, http.StatusOK, "star")
+		if cs := r.cacheStatus(); cs.hit() {
+			t.Errorf("GET %d with Vary: *: Cache-Status = %q, want no hit", i, cs)
+		}
+	}
+	wantCount(t, o, "/vary/star", 3)
+}
+
+// TestInvalidation: an unsafe method answered with a non-error status invalidates the
+// stored answer for its URI (RFC 9111 §4.4).
+func TestInvalidation(t *testing.T) {
+	o := newOrigin(t)
+	var gets int64
+	o.Handle("/inv/a", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			io.WriteString(w, "posted")
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=60")
+		fmt.Fprintf(w, "v%d", atomic.AddInt64(&gets, 1))
+	})
+	tr := startTraefik(t, o, cachedRoute("inv", "/inv", "weir-inv", specConfig()))
+
+	wantReply(t, "first GET", get(t, tr, "/inv/a"), http.StatusOK, "v1")
+	cached := get(t, tr, "/inv/a")
+	wantReply(t, "second GET", cached, http.StatusOK, "v1")
+	wantHit(t, "second GET", cached)
+
+	post := send(t, tr, http.MethodPost, "/inv/a", nil)
+	wantReply(t, "POST", post, http.StatusOK, "posted")
+	if cs := post.cacheStatus(); cs.hit() {
+		t.Errorf("POST: Cache-Status = %q, want it forwarded", cs)
+	}
+
+	after := get(t, tr, "/inv/a")
+	wantReply(t, "GET after POST", after, http.StatusOK, "v2")
+	if cs := after.cacheStatus(); cs.hit() {
+		t.Errorf("GET after POST: Cache-Status = %q, want a miss", cs)
+	}
+	if got := o.CountMethod(http.MethodGet, "/inv/a"); got != 2 {
+		t.Errorf("origin GETs = %d, want 2", got)
+	}
+	if got := o.CountMethod(http.MethodPost, "/inv/a"); got != 1 {
+		t.Errorf("origin POSTs = %d, want 1", got)
+	}
+}

@@ -1,0 +1,254 @@
+// Command weirbench measures what Weir costs and saves inside a real Traefik: requests per
+// second through bare Traefik, through Traefik + Weir serving hits, and through Traefik +
+// Weir passing uncacheable answers to the origin, each as a ratio to bare Traefik.
+//
+// One Traefik process serves three routers side by side against one local origin; runs
+// are interleaved (bare, hit, pass, bare, hit, pass, ...) so drift on the machine falls
+// on all three alike, and the medians are reported. The load comes from wrk when it is
+// installed, else from a built-in closed-loop generator. scripts/bench.sh runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/weirproxy/weir/e2e"
+)
+
+// target is one router under measurement.
+type target struct {
+	name  string // short name in the round lines
+	label string // what it measures, in the summary
+	path  string // the URL path requested
+}
+
+var targets = []target{
+	{name: "bare", label: "bare Traefik (no middleware)", path: "/bare/item"},
+	{name: "hit", label: "Traefik + Weir, cache hits", path: "/hit/item"},
+	{name: "pass", label: "Traefik + Weir, pass-through (no-store)", path: "/pass/item"},
+}
+
+type options struct {
+	traefik     string
+	pluginRoot  string
+	duration    time.Duration
+	warmup      time.Duration
+	rounds      int
+	connections int
+	threads     int
+	loadgen     string
+	size        int
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var o options
+	flag.StringVar(&o.traefik, "traefik", os.Getenv("WEIR_TRAEFIK"), "Traefik binary (default: $WEIR_TRAEFIK, else scripts/build-traefik.sh)")
+	flag.StringVar(&o.pluginRoot, "plugin-root", "", "directory holding the plugin source (default: this repository)")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of one measured run")
+	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load on each router before the rounds")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of (bare, hit, pass) runs; the medians are reported")
+	flag.IntVar(&o.connections, "connections", 32, "keep-alive connections")
+	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
+	flag.StringVar(&o.loadgen, "loadgen", "auto", "load generator: wrk, go, or auto (wrk if installed)")
+	flag.IntVar(&o.size, "size", 1024, "answer body size in bytes")
+	flag.Parse()
+	if o.rounds < 1 || o.connections < 1 || o.threads < 1 || o.duration <= 0 || o.size < 0 {
+		fmt.Fprintln(os.Stderr, "weirbench: -rounds, -connections and -threads must be positive, -duration too")
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := bench(ctx, o); err != nil {
+		fmt.Fprintf(os.Stderr, "weirbench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func bench(ctx context.Context, o options) error {
+	root, err := e2e.RepoRoot()
+	if err != nil {
+		return err
+	}
+	if o.traefik == "" {
+		if o.traefik, err = e2e.FindTraefik(root); err != nil {
+			return err
+		}
+	}
+	if o.pluginRoot == "" {
+		o.pluginRoot = root
+	}
+	gen, err := pickLoadgen(o)
+	if err != nil {
+		return err
+	}
+
+	origin := e2e.NewOrigin()
+	defer origin.Close()
+	body := strings.Repeat("w", o.size)
+	origin.Handle("/bare/item", answer("max-age=3600", body))
+	origin.Handle("/hit/item", answer("max-age=3600", body))
+	origin.Handle("/pass/item", answer("no-store", body))
+
+	conf := map[string]interface{}{
+		"cache": map[string]interface{}{"maxSize": "64MiB", "maxEntrySize": "2MiB"},
+	}
+	dyn := e2e.Dynamic{
+		Routes: []e2e.Route{
+			{Name: "bare", Rule: "PathPrefix(`/bare`)"},
+			{Name: "hit", Rule: "PathPrefix(`/hit`)", Middleware: "weir-bench"},
+			{Name: "pass", Rule: "PathPrefix(`/pass`)", Middleware: "weir-bench"},
+		},
+		Middlewares: map[string]map[string]interface{}{"weir-bench": conf},
+	}
+	began := time.Now()
+	tr, err := e2e.Start(e2e.Options{Binary: o.traefik, Root: o.pluginRoot, LogLevel: "ERROR"}, origin.URL, dyn)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tr.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "weirbench: %v\n", err)
+		}
+	}()
+	fmt.Printf("traefik %s ready in %v; load: %s, %d connections, %v per run, %d rounds, %d-byte answers\n",
+		o.traefik, time.Since(began).Round(time.Millisecond), gen.describe(), o.connections, o.duration, o.rounds, o.size)
+
+	if err := checkHit(tr); err != nil {
+		fmt.Printf("warning: %v: the hit figures measure something else than Weir's hits\n", err)
+	}
+	for _, t := range targets {
+		if _, err := gen.run(ctx, tr.URL(t.path), o.warmup); err != nil {
+			return fmt.Errorf("warm-up %s: %w", t.name, err)
+		}
+	}
+
+	rates := make(map[string][]float64)
+	for r := 1; r <= o.rounds; r++ {
+		line := fmt.Sprintf("round %d:", r)
+		for _, t := range targets {
+			rate, err := gen.run(ctx, tr.URL(t.path), o.duration)
+			if err != nil {
+				return fmt.Errorf("round %d %s: %w", r, t.name, err)
+			}
+			rates[t.name] = append(rates[t.name], rate)
+			line += fmt.Sprintf("  %s %.0f req/s", t.name, rate)
+		}
+		fmt.Println(line)
+	}
+
+	bare := median(rates["bare"])
+	fmt.Printf("median of %d rounds:\n", o.rounds)
+	for _, t := range targets {
+		m := median(rates[t.name])
+		ratio := 0.0
+		if bare > 0 {
+			ratio = m / bare
+		}
+		fmt.Printf("  %-42s %10.0f req/s  %5.2fx bare\n", t.label, m, ratio)
+	}
+	fmt.Printf("origin requests: bare %d, hit %d, pass %d\n",
+		origin.Count("/bare/item"), origin.Count("/hit/item"), origin.Count("/pass/item"))
+	return nil
+}
+
+// checkHit fetches the hit path twice and checks the second answer came from Weir's cache.
+func checkHit(tr *e2e.Traefik) error {
+	var status string
+	for i := 0; i < 2; i++ {
+		resp, err := tr.Client().Get(tr.URL("/hit/item"))
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET /hit/item answered %d", resp.StatusCode)
+		}
+		status = resp.Header.Get("Cache-Status")
+	}
+	for _, param := range strings.Split(status, ";") {
+		if strings.TrimSpace(param) == "hit" {
+			return nil
+		}
+	}
+	return fmt.Errorf("the warmed hit path is not a hit (Cache-Status %q)", status)
+}
+
+func answer(cacheControl, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Cache-Control", cacheControl)
+		io.WriteString(w, body)
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// loadgen runs one measured load and returns successful requests per second.
+type loadgen interface {
+	run(ctx context.Context, url string, d time.Duration) (float64, error)
+	describe() string
+}
+
+func pickLoadgen(o options) (loadgen, error) {
+	wrk, lookErr := exec.LookPath("wrk")
+	switch o.loadgen {
+	case "wrk":
+		if lookErr != nil {
+			return nil, fmt.Errorf("-loadgen wrk: %w", lookErr)
+		}
+		return wrkGen{bin: wrk, threads: o.threads, connections: o.connections}, nil
+	case "go":
+		return goGen{connections: o.connections}, nil
+	case "auto":
+		if lookErr == nil {
+			return wrkGen{bin: wrk, threads: o.threads, connections: o.connections}, nil
+		}
+		return goGen{connections: o.connections}, nil
+	default:
+		return nil, fmt.Errorf("-loadgen %q: want wrk, go or auto", o.loadgen)
+	}
+}
+
+// goGen is the built-in generator, for machines without wrk. It costs more CPU per request
+// than wrk, so its figures are lower; the ratios are what compare.
+type goGen struct{ connections int }
+
+func (g goGen) describe() string { return "built-in Go generator" }
+
+func (g goGen) run(ctx context.Context, url string, d time.Duration) (float64, error) {
+	res := e2e.Load{URL: url, Connections: g.connections, Duration: d}.Run(ctx)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if res.Failures > 0 {
+		return 0, fmt.Errorf("%d of %d requests failed, the first with: %s", res.Failures, res.Failures+res.Requests, res.FirstFailure)
+	}
+	return res.PerSecond(), nil
+}

@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The Traefik binary and repository are found once for the whole package.
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	pluginRoot string
+	binaryErr  error
+)
+
+// requireTraefik returns the Traefik binary and the plugin source root: $WEIR_PLUGIN_ROOT
+// when set (another checkout, a stand-in plugin), else this repository. Without a binary the
+// test skips, or fails when WEIR_E2E=required (as in CI); -short skips unless required.
+func requireTraefik(t *testing.T) (binary, root string) {
+	t.Helper()
+	required := os.Getenv("WEIR_E2E") == "required"
+	if testing.Short() && !required {
+		t.Skip("end-to-end test: skipped in -short mode")
+	}
+	binaryOnce.Do(func() {
+		var repo string
+		repo, binaryErr = RepoRoot()
+		if binaryErr == nil {
+			binaryPath, binaryErr = FindTraefik(repo)
+		}
+		pluginRoot = repo
+		if p := os.Getenv("WEIR_PLUGIN_ROOT"); p != "" {
+			pluginRoot = p
+		}
+	})
+	if binaryErr != nil {
+		msg := fmt.Sprintf("no Traefik for the end-to-end tests: %v\n"+
+			"set WEIR_TRAEFIK to a Traefik v3.6.12 binary or run scripts/build-traefik.sh", binaryErr)
+		if required {
+			t.Fatalf("%s (WEIR_E2E=required)", msg)
+		}
+		t.Skipf("%s; WEIR_E2E=required turns this skip into a failure", msg)
+	}
+	return binaryPath, pluginRoot
+}
+
+// newOrigin starts an origin closed when the test ends.
+func newOrigin(t *testing.T) *Origin {
+	t.Helper()
+	o := NewOrigin()
+	t.Cleanup(o.Close)
+	return o
+}
+
+// startTraefik starts Traefik for the test with the dynamic configuration d, stopping it
+// when the test ends and printing its log's tail if the test failed.
+func startTraefik(t *testing.T, o *Origin, d Dynamic) *Traefik {
+	t.Helper()
+	binary, root := requireTraefik(t)
+	began := time.Now()
+	tr, err := Start(Options{Binary: binary, Root: root, Dir: t.TempDir()}, o.URL, d)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Logf("traefik ready in %v", time.Since(began).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("traefik log on failure:\n%s", tr.LogTail(60))
+		}
+		if err := tr.Stop(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return tr
+}
+
+// apply reloads Traefik with d, failing the test if the new configuration is not served.
+func apply(t *testing.T, tr *Traefik, d Dynamic) {
+	t.Helper()
+	if err := tr.Apply(d); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// specConfig is the middleware configuration of Weir's documentation, every section set.
+func specConfig() map[string]interface{} {
+	return map[string]interface{}{
+		"key":      map[string]interface{}{"queryDrop": []interface{}{"utm_source"}},
+		"cache":    map[string]interface{}{"maxSize": "32MiB", "maxEntrySize": "2MiB", "defaultTTL": "0s"},
+		"coalesce": map[string]interface{}{"leaderMaxAge": "10s", "followerMaxWait": "10s", "hitForMissTTL": "30s"},
+		"timeouts": map[string]interface{}{"origin": "30s", "store": "50ms"},
+	}
+}
+
+// cachedRoute is a Dynamic with one router for prefix through a Weir middleware named mw.
+func cachedRoute(name, prefix, mw string, conf map[string]interface{}) Dynamic {
+	return Dynamic{
+		Routes:      []Route{{Name: name, Rule: "PathPrefix(`" + prefix + "`)", Middleware: mw}},
+		Middlewares: map[string]map[string]interface{}{mw: conf},
+	}
+}
+
+// reply is what a client got back.
+type reply struct {
+	status int
+	header http.Header
+	body   string
+	took   time.Duration
+}
+
+// cacheStatus is the reply's Cache-Status entry for Weir.
+func (r reply) cacheStatus() cacheStatus {
+	return parseCacheStatus(r.header.Values("Cache-Status"))
+}
+
+// send makes one request through Traefik's web entry point.
+func send(t *testing.T, tr *Traefik, method, path string, header map[string]string) reply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, tr.URL(path), nil)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	began := time.Now()
+	resp, err := tr.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(body), took: time.Since(began)}
+}
+
+func get(t *testing.T, tr *Traefik, path string) reply {
+	t.Helper()
+	return send(t, tr, http.MethodGet, path, nil)
+}
+
+// cacheStatus holds the parameters of one RFC 9211 Cache-Status entry: "hit" and "stored"
+// map to "", "fwd=uri-miss" to "uri-miss", "ttl=-3" to "-3".
+type cacheStatus struct {
+	raw    string
+	params map[string]string
+}
+
+// parseCacheStatus finds Weir's entry among the Cache-Status field values (RFC 9211 §2: a
+// list, one entry per cache, nearest the origin first).
+func parseCacheStatus(values []string) cacheStatus {
+	for _, v := range values {
+		for _, entry := range strings.Split(v, ",") {
+			parts := strings.Split(entry, ";")
+			if strings.TrimSpace(parts[0]) != "Weir" {
+				continue
+			}
+			cs := cacheStatus{raw: strings.TrimSpace(entry), params: map[string]string{}}
+			for _, p := range parts[1:] {
+				p = strings.TrimSpace(p)
+				k, val, _ := strings.Cut(p, "=")
+				cs.params[k] = strings.Trim(val, `"`)
+			}
+			return cs
+		}
+	}
+	return noCacheStatus
+}
+
+// noCacheStatus stands for an answer without Weir's entry.
+var noCacheStatus = cacheStatus{raw: "(no Weir Cache-Status)", params: map[string]string{}}
+
+func (c cacheStatus) has(param string) bool { _, ok := c.params[param]; return ok }
+
+func (c cacheStatus) fwd() string { return c.params["fwd"] }
+
+func (c cacheStatus) hit() bool { return c.has("hit") }
+
+// ttl is the entry's remaining freshness in seconds and whether it was given.
+func (c cacheStatus) ttl() (int, bool) {
+	v, ok := c.params["ttl"]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+func (c cacheStatus) String() string { return c.raw }
+
+// wantMiss fails unless r was forwarded for reason fwd (RFC 9211 §2.2) and, if stored, kept.
+func wantMiss(t *testing.T, what string, r reply, fwd string, stored bool) {
+	t.Helper()
+	cs := r.cacheStatus()
+	if cs.hit() || cs.fwd() != fwd || (stored && !cs.has("stored")) {
+		want := "Weir; fwd=" + fwd
+		if stored {
+			want += "; stored"
+		}
+		t.Errorf("%s: Cache-Status = %q, want %q", what, cs, want)
+	}
+}
+
+// wantHit fails unless r was served from the cache while fresh.
+func wantHit(t *testing.T, what string, r reply) {
+	t.Helper()
+	cs := r.cacheStatus()
+	ttl, ok := cs.ttl()
+	if !cs.hit() || !ok || ttl < 0 {
+		t.Errorf("%s: Cache-Status = %q, want \"Weir; hit; ttl=N\" with N >= 0", what, cs)
+	}
+}
+
+// wantReply fails unless r has the status and body.
+func wantReply(t *testing.T, what string, r reply, status int, body string) {
+	t.Helper()
+	if r.status != status {
+		t.Errorf("%s: status = %d, want %d", what, r.status, status)
+	}
+	if r.body != body {
+		t.Errorf("%s: body = %q, want %q", what, short(r.body), short(body))
+	}
+}
+
+// wantCount fails unless the origin saw n requests for path.
+func wantCount(t *testing.T, o *Origin, path string, n int64) {
+	t.Helper()
+	if got := o.Count(path); got != n {
+		t.Errorf("origin requests for %s = %d, want %d", path, got, n)
+	}
+}
+
+// waitFor polls cond every 20ms until it holds or d has passed, and reports whether it held.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// body1K is a 1 KiB body that names tag, so answers are told apart.
+func body1K(tag string) string {
+	line := tag + " " + strings.Repeat("x", 63-len(tag)) + "\n"
+	return strings.Repeat(line, 1024/len(line)+1)[:1024]
+}
+
+func short(s string) string {
+	if len(s) > 40 {
+		return s[:40] + fmt.Sprintf("...(%d bytes)", len(s))
+	}
+	return s
+}
+
+// answer is an origin handler that sets the headers and writes body.
+func answer(cacheControl, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if cacheControl != "" {
+			w.Header().Set("Cache-Control", cacheControl)
+		}
+		io.WriteString(w, body)
+	}
+}

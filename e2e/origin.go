@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+)
+
+// Origin is the upstream server Traefik forwards to. Each path has its own handler, set by
+// the test, and the origin counts the requests that reach it so a test can assert what
+// Weir let through: per path, per method and path, and the most in flight at once.
+type Origin struct {
+	// URL is the origin's base URL (http://127.0.0.1:port), the address services point at.
+	URL string
+
+	srv *httptest.Server
+
+	inFlight    int64
+	maxInFlight int64
+
+	// mu guards the handler and counter tables; counters themselves are atomic so a
+	// handler that blocks never holds mu.
+	mu       sync.Mutex
+	handlers map[string]http.HandlerFunc
+	counts   map[string]*int64
+}
+
+// NewOrigin starts an origin on a free 127.0.0.1 port. Paths without a handler answer 404
+// with the header X-Origin-Unknown-Path, so a test can tell the origin's 404 from Traefik's.
+func NewOrigin() *Origin {
+	o := &Origin{
+		handlers: make(map[string]http.HandlerFunc),
+		counts:   make(map[string]*int64),
+	}
+	o.srv = httptest.NewServer(http.HandlerFunc(o.serve))
+	o.URL = o.srv.URL
+	return o
+}
+
+// Handle sets the handler for requests whose URL path is exactly path, replacing any
+// earlier one. It is safe to call while requests are being served.
+func (o *Origin) Handle(path string, h http.HandlerFunc) {
+	o.mu.Lock()
+	o.handlers[path] = h
+	o.mu.Unlock()
+}
+
+// Count is how many requests for path reached the origin, whatever their method.
+func (o *Origin) Count(path string) int64 {
+	return atomic.LoadInt64(o.counter(path))
+}
+
+// CountMethod is how many requests with method for path reached the origin.
+func (o *Origin) CountMethod(method, path string) int64 {
+	return atomic.LoadInt64(o.counter(method + " " + path))
+}
+
+// MaxInFlight is the most requests the origin served at once since it started or since
+// the last ResetMaxInFlight.
+func (o *Origin) MaxInFlight() int64 {
+	return atomic.LoadInt64(&o.maxInFlight)
+}
+
+// ResetMaxInFlight starts a new in-flight peak measurement.
+func (o *Origin) ResetMaxInFlight() {
+	atomic.StoreInt64(&o.maxInFlight, atomic.LoadInt64(&o.inFlight))
+}
+
+// Close stops the origin, waiting for the requests it is serving.
+func (o *Origin) Close() {
+	o.srv.CloseClientConnections()
+	o.srv.Close()
+}
+
+func (o *Origin) counter(name string) *int64 {
+	o.mu.Lock()
+	c, ok := o.counts[name]
+	if !ok {
+		c = new(int64)
+		o.counts[name] = c
+	}
+	o.mu.Unlock()
+	return c
+}
+
+func (o *Origin) serve(w http.ResponseWriter, r *http.Request) {
+	n := atomic.AddInt64(&o.inFlight, 1)
+	for {
+		peak := atomic.LoadInt64(&o.maxInFlight)
+		if n <= peak || atomic.CompareAndSwapInt64(&o.maxInFlight, peak, n) {
+			break
+		}
+	}
+	defer atomic.AddInt64(&o.inFlight, -1)
+
+	atomic.AddInt64(o.counter(r.URL.Path), 1)
+	atomic.AddInt64(o.counter(r.Method+" "+r.URL.Path), 1)
+
+	o.mu.Lock()
+	h := o.handlers[r.URL.Path]
+	o.mu.Unlock()
+	if h == nil {
+		w.Header().Set("X-Origin-Unknown-Path", "1")
+		http.NotFound(w, r)
+		return
+	}
+	h(w, r)
+}

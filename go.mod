@@ -1,0 +1,6 @@
+module github.com/weirproxy/weir
+
+// go 1.21 keeps the loop-variable semantics of Yaegi v0.16.1, which runs this code in Traefik.
+go 1.21
+
+require github.com/gomodule/redigo v1.9.3

@@ -1,0 +1,121 @@
+// Package weir is the Traefik middleware plugin for Weir, an origin-protecting HTTP cache.
+//
+// This file is Traefik's contract only: CreateConfig, New, and the configuration they decode.
+// config.go turns the configuration into the core's Settings; the core serves.
+package weir
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/weirproxy/weir/core"
+)
+
+// Config is the middleware's configuration as operators write it in YAML, TOML or Docker
+// labels. From labels every value arrives as a string, so sizes and durations are strings
+// ("32MiB", "10s") parsed in New.
+type Config struct {
+	Key      KeyConfig      `json:"key,omitempty"`
+	Cache    CacheConfig    `json:"cache,omitempty"`
+	Coalesce CoalesceConfig `json:"coalesce,omitempty"`
+	Timeouts TimeoutsConfig `json:"timeouts,omitempty"`
+	Limiter  LimiterConfig  `json:"limiter,omitempty"`
+	Breaker  BreakerConfig  `json:"breaker,omitempty"`
+	Negative NegativeConfig `json:"negative,omitempty"`
+}
+
+// KeyConfig says how requests map to cache keys.
+type KeyConfig struct {
+	// QueryDrop lists query parameters left out of the key (tracking parameters).
+	QueryDrop []string `json:"queryDrop,omitempty"`
+}
+
+// CacheConfig bounds what is stored.
+type CacheConfig struct {
+	// MaxSize is the memory store's byte budget ("32MiB", the default).
+	MaxSize string `json:"maxSize,omitempty"`
+	// MaxEntrySize is the largest answer stored ("2MiB", the default); larger ones stream
+	// through.
+	MaxEntrySize string `json:"maxEntrySize,omitempty"`
+	// DefaultTTL is the freshness given to storable answers that state none ("" or "0s":
+	// none, the default).
+	DefaultTTL string `json:"defaultTTL,omitempty"`
+}
+
+// CoalesceConfig tunes request coalescing.
+type CoalesceConfig struct {
+	// LeaderMaxAge: an older flight takes no new followers ("10s").
+	LeaderMaxAge string `json:"leaderMaxAge,omitempty"`
+	// FollowerMaxWait bounds a follower's wait ("10s").
+	FollowerMaxWait string `json:"followerMaxWait,omitempty"`
+	// HitForMissTTL: a key whose answer could not be shared skips coalescing this long ("30s").
+	HitForMissTTL string `json:"hitForMissTTL,omitempty"`
+}
+
+// TimeoutsConfig bounds waits.
+type TimeoutsConfig struct {
+	// Origin bounds a fetch made on behalf of the cache ("30s").
+	Origin string `json:"origin,omitempty"`
+	// Store bounds every call to a remote store ("50ms").
+	Store string `json:"store,omitempty"`
+}
+
+// LimiterConfig is the origin concurrency budget. Every origin fetch holds a slot: misses,
+// background refreshes, pass-through and bypassed requests. Counts are strings so that
+// labels and YAML read the same.
+type LimiterConfig struct {
+	// MaxConcurrent origin fetches without a request body ("64").
+	MaxConcurrent string `json:"maxConcurrent,omitempty"`
+	// MaxQueue waiters for a slot ("1024"); more are shed with 503.
+	MaxQueue string `json:"maxQueue,omitempty"`
+	// MaxQueueWait is the longest wait for a slot ("2s").
+	MaxQueueWait string `json:"maxQueueWait,omitempty"`
+	// MaxPerPartition slots for one scheme+host+path ("16").
+	MaxPerPartition string `json:"maxPerPartition,omitempty"`
+	// MaxPerHost slots for one host ("0": no cap).
+	MaxPerHost string `json:"maxPerHost,omitempty"`
+	// MaxUpload origin fetches with a request body, in a pool of their own ("16").
+	MaxUpload string `json:"maxUpload,omitempty"`
+}
+
+// BreakerConfig is the circuit breaker that stops all origin traffic while the origin fails.
+type BreakerConfig struct {
+	// Scope is "engine" (one breaker, the default), "host" or "domain".
+	Scope string `json:"scope,omitempty"`
+	// Window over which fetches are counted ("10s").
+	Window string `json:"window,omitempty"`
+	// MinRequests completed in the window before it may open ("20").
+	MinRequests string `json:"minRequests,omitempty"`
+	// FailureRatio at or above which it opens ("0.5").
+	FailureRatio string `json:"failureRatio,omitempty"`
+	// OpenFor is the first open period ("5s", give or take 20%); it doubles on each failed
+	// probe up to MaxOpenFor ("60s").
+	OpenFor    string `json:"openFor,omitempty"`
+	MaxOpenFor string `json:"maxOpenFor,omitempty"`
+	// CountStatus500 counts a 500 as a failure ("false": a 500 is the origin answering).
+	CountStatus500 string `json:"countStatus500,omitempty"`
+}
+
+// NegativeConfig is the negative cache: a key whose fetch failed on origin health with
+// nothing stored answers the same failure for TTL without contacting the origin.
+type NegativeConfig struct {
+	// TTL of a negative entry ("2s").
+	TTL string `json:"ttl,omitempty"`
+	// MaxEntries remembered at once ("10000").
+	MaxEntries string `json:"maxEntries,omitempty"`
+}
+
+// CreateConfig returns the configuration Traefik decodes the operator's values onto.
+func CreateConfig() *Config {
+	return &Config{}
+}
+
+// New builds the middleware for one router. Traefik calls it again on every configuration
+// change; the cache behind name survives that.
+func New(ctx context.Context, next http.Handler, config *Config, name string) (http.Handler, error) {
+	s, err := config.settings()
+	if err != nil {
+		return nil, err
+	}
+	return core.New(name, s, next)
+}

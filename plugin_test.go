@@ -1,0 +1,102 @@
+package weir
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNewRejectsBadValues(t *testing.T) {
+	tests := []struct {
+		desc  string
+		set   func(c *Config)
+		field string
+		value string
+	}{
+		{"size", func(c *Config) { c.Cache.MaxSize = "lots" }, "cache.maxSize", "lots"},
+		{"negative size", func(c *Config) { c.Cache.MaxEntrySize = "-1MiB" }, "cache.maxEntrySize", "-1MiB"},
+		{"duration", func(c *Config) { c.Coalesce.LeaderMaxAge = "10 seconds" }, "coalesce.leaderMaxAge", "10 seconds"},
+		{"negative duration", func(c *Config) { c.Timeouts.Origin = "-5s" }, "timeouts.origin", "-5s"},
+		{"count", func(c *Config) { c.Limiter.MaxConcurrent = "many" }, "limiter.maxConcurrent", "many"},
+		{"negative count", func(c *Config) { c.Limiter.MaxUpload = "-3" }, "limiter.maxUpload", "-3"},
+		{"queue wait", func(c *Config) { c.Limiter.MaxQueueWait = "soon" }, "limiter.maxQueueWait", "soon"},
+		{"breaker scope", func(c *Config) { c.Breaker.Scope = "galaxy" }, "breaker.scope", "galaxy"},
+		{"breaker ratio", func(c *Config) { c.Breaker.FailureRatio = "1.5" }, "breaker.failureRatio", "1.5"},
+		{"breaker flag", func(c *Config) { c.Breaker.CountStatus500 = "maybe" }, "breaker.countStatus500", "maybe"},
+		{"breaker window", func(c *Config) { c.Breaker.Window = "-1s" }, "breaker.window", "-1s"},
+		{"negative ttl", func(c *Config) { c.Negative.TTL = "later" }, "negative.ttl", "later"},
+		{"negative size", func(c *Config) { c.Negative.MaxEntries = "x" }, "negative.maxEntries", "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			c := CreateConfig()
+			tt.set(c)
+			_, err := New(context.Background(), http.NotFoundHandler(), c, "bad-"+tt.desc)
+			if err == nil {
+				t.Fatalf("New accepted %s=%q", tt.field, tt.value)
+			}
+			if !strings.Contains(err.Error(), tt.field) || !strings.Contains(err.Error(), tt.value) {
+				t.Errorf("error %q does not name %s and %q", err, tt.field, tt.value)
+			}
+		})
+	}
+}
+
+func TestConfigFromLabelStrings(t *testing.T) {
+	c := CreateConfig()
+	// Docker labels deliver every value as a string, lists comma-separated.
+	c.Key.QueryDrop = []string{"utm_source,utm_medium"}
+	c.Cache.MaxSize = "64MiB"
+	c.Cache.MaxEntrySize = "512KiB"
+	c.Cache.DefaultTTL = "30"
+	c.Coalesce.FollowerMaxWait = "1500ms"
+	c.Limiter.MaxConcurrent = "32"
+	s, err := c.settings()
+	if err != nil {
+		t.Fatalf("settings: %v", err)
+	}
+	if got, want := strings.Join(s.QueryDrop, " "), "utm_source utm_medium"; got != want {
+		t.Errorf("QueryDrop = %q, want %q", got, want)
+	}
+	if got, want := s.MaxSize, int64(64<<20); got != want {
+		t.Errorf("MaxSize = %d, want %d", got, want)
+	}
+	if got, want := s.MaxEntrySize, int64(512<<10); got != want {
+		t.Errorf("MaxEntrySize = %d, want %d", got, want)
+	}
+	if got, want := s.DefaultTTL, 30*time.Second; got != want {
+		t.Errorf("DefaultTTL = %s, want %s", got, want)
+	}
+	if got, want := s.FollowerMaxWait, 1500*time.Millisecond; got != want {
+		t.Errorf("FollowerMaxWait = %s, want %s", got, want)
+	}
+	if got, want := s.Limiter.MaxConcurrent, 32; got != want {
+		t.Errorf("Limiter.MaxConcurrent = %d, want %d", got, want)
+	}
+}
+
+func TestNewServesThroughTheCache(t *testing.T) {
+	calls := 0
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Write([]byte("hello"))
+	})
+	h, err := New(context.Background(), origin, CreateConfig(), "plugin-serves")
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	for i, want := range []string{"Weir; fwd=uri-miss; stored", "Weir; hit; ttl=60"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://example.com/p", nil))
+		if got := w.Header().Get("Cache-Status"); !strings.HasPrefix(got, strings.TrimSuffix(want, "60")) {
+			t.Errorf("request %d: Cache-Status = %q, want %q", i, got, want)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("origin calls = %d, want 1", calls)
+	}
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Measures Weir inside a real Traefik: requests per second through bare Traefik, through
+# Traefik + Weir serving cache hits, and through Traefik + Weir passing answers through,
+# each also as a ratio to bare Traefik. One Traefik, three routers, one local origin; runs
+# interleaved over several rounds, medians printed.
+#
+# Usage: scripts/bench.sh [-duration 10s] [-rounds 3] [-connections 32] [-threads 2]
+#                         [-loadgen auto|wrk|go] [-size 1024] [-warmup 2s]
+# Env:   WEIR_TRAEFIK     Traefik binary (default: scripts/build-traefik.sh finds or builds it)
+#        BENCH_NO_INSTALL set to 1 to never install wrk (the built-in Go generator is used)
+#
+# wrk is installed from Debian when missing and running as root; without it the built-in
+# generator runs, whose own CPU use lowers every figure alike.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+traefik=${WEIR_TRAEFIK:-}
+if [ -z "$traefik" ]; then
+  traefik=$(scripts/build-traefik.sh)
+fi
+
+if ! command -v wrk >/dev/null 2>&1 && [ "${BENCH_NO_INSTALL:-}" != 1 ] \
+  && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing wrk" >&2
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1 \
+      || echo "wrk could not be installed: using the built-in load generator" >&2
+  fi
+fi
+
+exec go run ./e2e/cmd/weirbench -traefik "$traefik" "$@"

@@ -1,0 +1,125 @@
+// Command yaegilint reports Go constructs that compile but misbehave in Yaegi v0.16.1, the
+// interpreter Traefik runs Weir in. `go vet` cannot see these; each was reproduced (see
+// docs/yaegi.md).
+//
+// Usage: go run ./scripts/yaegilint DIR... where DIR/... also walks the folders below DIR
+// (vendor/ and testdata/ are skipped).
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Packages that Yaegi v0.16.1 does not provide.
+var missingPackages = map[string]bool{"slices": true, "maps": true, "iter": true, "cmp": true}
+
+func main() {
+	fset := token.NewFileSet()
+	problems := 0
+	report := func(pos token.Pos, format string, args ...interface{}) {
+		problems++
+		fmt.Printf("%s: %s\n", fset.Position(pos), fmt.Sprintf(format, args...))
+	}
+	for _, arg := range os.Args[1:] {
+		root := strings.TrimSuffix(arg, "/...")
+		recursive := root != arg
+		err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			if info.IsDir() {
+				name := info.Name()
+				if path != root && (!recursive || name == "vendor" || name == "testdata" || strings.HasPrefix(name, ".")) {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(path, ".go") {
+				return nil
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			check(f, report)
+			return nil
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	if problems > 0 {
+		fmt.Printf("%d construct(s) that Yaegi v0.16.1 gets wrong\n", problems)
+		os.Exit(1)
+	}
+}
+
+func check(f *ast.File, report func(token.Pos, string, ...interface{})) {
+	for _, imp := range f.Imports {
+		if p, _ := strconv.Unquote(imp.Path.Value); missingPackages[p] {
+			report(imp.Pos(), "package %s is not in Yaegi v0.16.1's standard library", p)
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			checkAssign(n, report)
+		case *ast.FuncDecl:
+			if n.Type.TypeParams != nil {
+				report(n.Pos(), "type parameters: Yaegi v0.16.1 panics on generic code")
+			}
+		case *ast.TypeSpec:
+			if n.TypeParams != nil {
+				report(n.Pos(), "type parameters: Yaegi v0.16.1 panics on generic types")
+			}
+		case *ast.RangeStmt:
+			if lit, ok := n.X.(*ast.BasicLit); ok && lit.Kind == token.INT {
+				report(n.Pos(), "range over an integer is not supported by Yaegi v0.16.1")
+			}
+		}
+		return true
+	})
+}
+
+// checkAssign flags the parallel assignments Yaegi v0.16.1 gets wrong:
+//   - `a, b = f(), x` (a call beside a non-call, with =, not :=) loses the non-call side's
+//     value or the call's;
+//   - `a, b = nil, nil` panics with "reflect: New(nil)".
+func checkAssign(n *ast.AssignStmt, report func(token.Pos, string, ...interface{})) {
+	if n.Tok != token.ASSIGN || len(n.Lhs) < 2 || len(n.Rhs) != len(n.Lhs) {
+		return
+	}
+	calls, nils := 0, 0
+	for _, r := range n.Rhs {
+		if _, ok := unparen(r).(*ast.CallExpr); ok {
+			calls++
+		}
+		if id, ok := r.(*ast.Ident); ok && id.Name == "nil" {
+			nils++
+		}
+	}
+	if calls > 0 && calls < len(n.Rhs) {
+		report(n.Pos(), "parallel assignment mixing calls and other values: Yaegi v0.16.1 assigns one side wrong; write one assignment per variable")
+	}
+	if nils > 1 {
+		report(n.Pos(), "parallel assignment of nil values: Yaegi v0.16.1 panics (reflect: New(nil)); write one assignment per variable")
+	}
+}
+
+func unparen(e ast.Expr) ast.Expr {
+	for {
+		p, ok := e.(*ast.ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.X
+	}
+}
