@@ -47,6 +47,7 @@ func (c *Config) settings() (core.Settings, error) {
 		{"breaker.openFor", c.Breaker.OpenFor, &s.Breaker.OpenFor},
 		{"breaker.maxOpenFor", c.Breaker.MaxOpenFor, &s.Breaker.MaxOpenFor},
 		{"negative.ttl", c.Negative.TTL, &s.Negative.TTL},
+		{"missRate.window", c.MissRate.Window, &s.MissRate.Window},
 	}
 	for _, d := range durations {
 		v, err := parseDuration(d.field, d.value)
@@ -70,6 +71,7 @@ func (c *Config) settings() (core.Settings, error) {
 		{"limiter.maxUpload", c.Limiter.MaxUpload, &s.Limiter.MaxUpload},
 		{"breaker.minRequests", c.Breaker.MinRequests, &s.Breaker.MinRequests},
 		{"negative.maxEntries", c.Negative.MaxEntries, &s.Negative.MaxEntries},
+		{"missRate.minMisses", c.MissRate.MinMisses, &s.MissRate.MinMisses},
 	}
 	for _, n := range counts {
 		v, err := parseCount(n.field, n.value)
@@ -81,7 +83,7 @@ func (c *Config) settings() (core.Settings, error) {
 	return s, nil
 }
 
-// protections reads the breaker's settings that are neither durations nor counts.
+// protections reads the settings that are neither sizes, durations nor counts.
 func (c *Config) protections(s *core.Settings) error {
 	scope, err := breaker.ParseScope(strings.TrimSpace(c.Breaker.Scope))
 	if err != nil {
@@ -98,6 +100,18 @@ func (c *Config) protections(s *core.Settings) error {
 	if s.BreakerCountStatus500, err = parseBool("breaker.countStatus500", c.Breaker.CountStatus500); err != nil {
 		return err
 	}
+	if v := strings.TrimSpace(c.MissRate.Ratio); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return fmt.Errorf("%w: missRate.ratio: %q must be a number above 0 and at most 1", errConfig, c.MissRate.Ratio)
+		}
+		s.MissRate.Ratio = f
+	}
+	if s.MissRate.Throttle, err = parseBool("missRate.throttle", c.MissRate.Throttle); err != nil {
+		return err
+	}
+	s.StoreURL = strings.TrimSpace(c.Store.URL)
+	s.StoreKeyPrefix = c.Store.KeyPrefix
 	return nil
 }
 

@@ -22,6 +22,8 @@ type Config struct {
 	Limiter  LimiterConfig  `json:"limiter,omitempty"`
 	Breaker  BreakerConfig  `json:"breaker,omitempty"`
 	Negative NegativeConfig `json:"negative,omitempty"`
+	MissRate MissRateConfig `json:"missRate,omitempty"`
+	Store    StoreConfig    `json:"store,omitempty"`
 }
 
 // KeyConfig says how requests map to cache keys.
@@ -105,6 +107,27 @@ type NegativeConfig struct {
 	MaxEntries string `json:"maxEntries,omitempty"`
 }
 
+// MissRateConfig is the miss-rate detector, which sees a flood of distinct keys on one path
+// (a cache-busting query flood) and logs a miss_rate_anomaly warning.
+type MissRateConfig struct {
+	// Window over which lookups are counted ("10s").
+	Window string `json:"window,omitempty"`
+	// MinMisses in a window before a path may be anomalous ("500").
+	MinMisses string `json:"minMisses,omitempty"`
+	// Ratio of misses to lookups at or above which it is ("0.9").
+	Ratio string `json:"ratio,omitempty"`
+	// Throttle gives an anomalous path one origin fetch per window ("false": report only).
+	Throttle string `json:"throttle,omitempty"`
+}
+
+// StoreConfig names a store shared by every Traefik instance, instead of process memory.
+type StoreConfig struct {
+	// URL is redis://[user:password@]host:port/db or rediss://... for TLS ("": memory).
+	URL string `json:"url,omitempty"`
+	// KeyPrefix prefixes every key ("weir:").
+	KeyPrefix string `json:"keyPrefix,omitempty"`
+}
+
 // CreateConfig returns the configuration Traefik decodes the operator's values onto.
 func CreateConfig() *Config {
 	return &Config{}
@@ -117,5 +140,11 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	if err != nil {
 		return nil, err
 	}
-	return core.New(name, s, next)
+	// Not `return core.New(...)`: Yaegi v0.16.1 loses the error when a call's results are
+	// returned through an interface-typed result (docs/yaegi.md).
+	h, err := core.New(name, s, next)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
 }

@@ -29,6 +29,9 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"breaker window", func(c *Config) { c.Breaker.Window = "-1s" }, "breaker.window", "-1s"},
 		{"negative ttl", func(c *Config) { c.Negative.TTL = "later" }, "negative.ttl", "later"},
 		{"negative size", func(c *Config) { c.Negative.MaxEntries = "x" }, "negative.maxEntries", "x"},
+		{"miss ratio", func(c *Config) { c.MissRate.Ratio = "2" }, "missRate.ratio", "2"},
+		{"miss throttle", func(c *Config) { c.MissRate.Throttle = "sometimes" }, "missRate.throttle", "sometimes"},
+		{"store url", func(c *Config) { c.Store.URL = "ftp://cache:21" }, "store.url", "ftp://cache:21"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -98,5 +101,32 @@ func TestNewServesThroughTheCache(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Errorf("origin calls = %d, want 1", calls)
+	}
+}
+
+// The plugin catalog loads Weir with no outside service: New must succeed with the shared
+// store unreachable, and requests must still be served, from the origin.
+func TestNewWithStoreDown(t *testing.T) {
+	c := CreateConfig()
+	c.Store.URL = "redis://127.0.0.1:1/0"
+	calls := 0
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Write([]byte("from origin"))
+	})
+	h, err := New(context.Background(), origin, c, "plugin-store-down")
+	if err != nil {
+		t.Fatalf("New with the store down: %v", err)
+	}
+	for i := 0; i < 3; i++ {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://example.com/down", nil))
+		if w.Code != http.StatusOK || w.Body.String() != "from origin" {
+			t.Fatalf("request %d: %d %q, want 200 from origin", i, w.Code, w.Body.String())
+		}
+	}
+	if calls != 3 {
+		t.Errorf("origin calls = %d, want 3 (nothing can be stored)", calls)
 	}
 }

@@ -39,6 +39,8 @@ type fetchResult struct {
 	shed error
 	// open is how long the upstream's breaker stays open, when it refused the fetch (FR-CB-5).
 	open time.Duration
+	// throttled is how long the miss-rate detector holds the partition's fetches back.
+	throttled time.Duration
 }
 
 // Fields of a client's request that the cache's own fetch leaves out: the cache wants the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -36,6 +37,8 @@ type Handler struct {
 	policy policy
 	// mem is the engine's store when it is process memory: the hit path calls it directly.
 	mem *store.Memory
+	// missRate is the engine's miss-rate detector, told of every lookup that could hit.
+	missRate *missrate.Detector
 	// passStatus is the Cache-Status of a request for a key marked hit-for-pass, built once.
 	passStatus string
 	// retryAfter is the Retry-After of an answer shed by the limiter.
@@ -60,6 +63,8 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		keyer:  newKeyer(s.QueryDrop),
 		policy: policy{defaultTTL: s.DefaultTTL, maxEntrySize: s.MaxEntrySize},
 		mem:    e.mem,
+
+		missRate: e.missRate,
 
 		passStatus: statusFwd + fwdURIMiss + paramDetail + "uncacheable",
 		retryAfter: []string{retryAfterSeconds(s.Limiter.MaxQueueWait)},
@@ -108,6 +113,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serve(w, r)
 		return
 	}
+	missrate.Hit(h.missRate, key)
 	hdr := w.Header()
 	for k, v := range ent.Header {
 		hdr[k] = v
@@ -135,6 +141,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ent != nil && now.Before(ent.FreshUntil) && !requestNoCache(r) {
+		missrate.Hit(h.missRate, partition(r))
 		h.serveEntry(w, r, ent, now, statusHit+strconv.FormatInt(ttlSeconds(ent, now), 10))
 		return
 	}

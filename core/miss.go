@@ -6,6 +6,7 @@ import (
 
 	"github.com/weirproxy/weir/core/flight"
 	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -28,6 +29,10 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	case len(r.Header["Range"]) > 0 && stale == nil, r.ContentLength != 0:
 		h.pass(w, r, statusBypass)
 		return
+	}
+	part := partition(r)
+	if a := missrate.Miss(h.missRate, part, r.URL.RawQuery, now); a != nil {
+		h.reportAnomaly(a)
 	}
 	if stale != nil && now.Before(stale.StaleWhileRevalidateUntil) && !requestNoCache(r) {
 		// RFC 5861 section 3: answer at once, refresh behind the client's back.
@@ -53,6 +58,14 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	}
 
 	c, leader := h.e.flights.Join(key)
+	if leader && h.s.MissRate.Throttle {
+		if ok, wait := missrate.AllowFetch(h.missRate, part, now); !ok {
+			// The flight must end: its followers wait on it.
+			h.e.flights.RunHere(key, c, func() (interface{}, error) { return &fetchResult{throttled: wait}, nil })
+			h.deliver(w, r, &fetchResult{throttled: wait}, stale, statusFwd+fwd, false)
+			return
+		}
+	}
 	if leader {
 		h.lead(w, r, c, key, stale, statusFwd+fwd)
 		return
@@ -123,6 +136,8 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 	switch {
 	case res.open > 0:
 		h.refuse(w, r, stale, cacheStatus, res.open)
+	case res.throttled > 0:
+		h.throttle(w, r, stale, cacheStatus, res.throttled)
 	case res.shed != nil:
 		if stale != nil && now.Before(stale.StaleIfErrorUntil) {
 			h.serveEntry(w, r, stale, now, staleStatus(stale, now, limit.Detail(res.shed)))

@@ -2,11 +2,14 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/neg"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -43,6 +46,26 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, stale *store.En
 	hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(retryAfter), 10)}
 	hdr["Cache-Status"] = []string{cacheStatus + paramDetail + "circuit-open"}
 	http.Error(w, "origin unavailable, retry later", http.StatusServiceUnavailable)
+}
+
+// throttle answers a miss on a partition the miss-rate detector holds back: stale where
+// allowed, otherwise 503 with Retry-After set to the rest of the window.
+func (h *Handler) throttle(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, wait time.Duration) {
+	now := h.s.Now()
+	if stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil)) {
+		h.serveEntry(w, r, stale, now, staleStatus(stale, now, "miss-rate"))
+		return
+	}
+	hdr := w.Header()
+	hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(wait), 10)}
+	hdr["Cache-Status"] = []string{cacheStatus + paramDetail + "miss-rate"}
+	http.Error(w, "too many distinct requests on this path, retry later", http.StatusServiceUnavailable)
+}
+
+// reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).
+func (h *Handler) reportAnomaly(a *missrate.Anomaly) {
+	h.s.Log(fmt.Sprintf("warning: miss_rate_anomaly middleware=%s partition=%s requests=%d misses=%d window=%s varying=%s throttled=%t",
+		h.e.name, a.Partition, a.Requests, a.Misses, a.Window, strings.Join(a.Varying, ","), a.Throttled))
 }
 
 // serveNegative answers from a negative entry: the remembered status and Retry-After, no

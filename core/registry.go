@@ -8,6 +8,7 @@ import (
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/flight"
 	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/neg"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -23,10 +24,13 @@ type engine struct {
 	flights     *flight.Group
 	leaderAge   time.Duration
 	limiter     *limit.Limiter
+	closer      interface{ Close() error }
 	breakers    *breaker.Group
 	breakerConf string
 	neg         *neg.Cache
 	negConf     string
+	missRate    *missrate.Detector
+	missConf    string
 	log         func(msg string)
 }
 
@@ -44,60 +48,75 @@ var registry = struct {
 
 // engineFor finds the engine of the middleware name, or builds it. A reload with the same
 // cache-relevant settings keeps the stored entries; one that changes them empties the cache.
+// Breakers, negative entries, the detector and the flight table keep their state across
+// reloads that do not change their own settings; the limiter is updated in place (held slots
+// and queued requests carry over).
+//
+// A changed engine is a new value, never one changed in place: the handlers of the previous
+// configuration still serve requests and read their engine without a lock.
 func engineFor(name string, s Settings) (*engine, error) {
-	fp := s.fingerprint()
 	registry.mu.Lock()
+	defer registry.mu.Unlock()
 	old := registry.engines[name]
-	e := old
-	if old == nil || old.fingerprint != fp || old.leaderAge != s.LeaderMaxAge {
-		// A changed engine is a new value, never one changed in place: the handlers of the
-		// previous configuration still serve requests and read their engine without a lock.
-		e = &engine{name: name, fingerprint: fp, leaderAge: s.LeaderMaxAge, log: s.Log}
-		if old != nil && old.fingerprint == fp {
-			e.mem = old.mem
-			e.store = old.store
-		} else {
-			e.store = s.Store
-			if e.store == nil {
-				e.mem = store.NewMemory(store.MemorySettings{MaxSize: s.MaxSize, MaxEntrySize: s.MaxEntrySize})
-				e.store = e.mem
-			}
-		}
-		if old != nil && old.leaderAge == s.LeaderMaxAge {
-			e.flights = old.flights
-		} else {
-			// Flights under way keep running for those who wait on them; new ones use the
-			// new group.
-			e.flights = flight.New(flight.Settings{LeaderMaxAge: s.LeaderMaxAge, Now: s.Now, OnPanic: e.fetchPanicked})
-		}
-		if old != nil {
-			e.limiter = old.limiter
-		}
-		registry.engines[name] = e
+	if old == nil {
+		old = &engine{}
+	}
+	e := &engine{
+		name:        name,
+		log:         s.Log,
+		fingerprint: s.fingerprint(),
+		leaderAge:   s.LeaderMaxAge,
+		breakerConf: fmt.Sprintf("%+v", s.Breaker),
+		negConf:     fmt.Sprintf("%+v", s.Negative),
+		missConf:    fmt.Sprintf("%+v", s.MissRate),
 	}
 	var err error
-	// Breakers and negative entries keep their state across reloads that do not change
-	// their settings.
-	if conf := fmt.Sprintf("%+v", s.Breaker); e.breakers == nil || e.breakerConf != conf {
-		if e.breakers, err = breaker.NewGroup(s.Breaker); err != nil {
-			registry.mu.Unlock()
-			return nil, err
-		}
-		e.breakerConf = conf
-	}
-	if conf := fmt.Sprintf("%+v", s.Negative); e.neg == nil || e.negConf != conf {
-		if e.neg, err = neg.New(s.Negative); err != nil {
-			registry.mu.Unlock()
-			return nil, err
-		}
-		e.negConf = conf
-	}
-	if e.limiter == nil {
-		e.limiter, err = limit.New(s.Limiter)
+	if old.store != nil && old.fingerprint == e.fingerprint {
+		e.store, e.mem, e.closer = old.store, old.mem, old.closer
 	} else {
-		// Held slots and queued requests carry over; new caps apply from now.
-		err = e.limiter.Update(s.Limiter)
+		if e.store, e.mem, err = newStore(name, s); err != nil {
+			return nil, err
+		}
+		if c, ok := e.store.(interface{ Close() error }); ok {
+			e.closer = c
+		}
+		if old.closer != nil {
+			// Handlers of the old configuration may still call it: they see ErrClosed,
+			// which reads as a miss.
+			old.closer.Close()
+		}
 	}
-	registry.mu.Unlock()
-	return e, err
+	if old.flights != nil && old.leaderAge == e.leaderAge {
+		e.flights = old.flights
+	} else {
+		// Flights under way keep running for those who wait on them; new ones use the new
+		// group.
+		e.flights = flight.New(flight.Settings{LeaderMaxAge: s.LeaderMaxAge, Now: s.Now, OnPanic: e.fetchPanicked})
+	}
+	if old.breakers != nil && old.breakerConf == e.breakerConf {
+		e.breakers = old.breakers
+	} else if e.breakers, err = breaker.NewGroup(s.Breaker); err != nil {
+		return nil, err
+	}
+	if old.neg != nil && old.negConf == e.negConf {
+		e.neg = old.neg
+	} else if e.neg, err = neg.New(s.Negative); err != nil {
+		return nil, err
+	}
+	if old.missRate != nil && old.missConf == e.missConf {
+		e.missRate = old.missRate
+	} else if e.missRate, err = missrate.New(s.MissRate); err != nil {
+		return nil, err
+	}
+	if old.limiter != nil {
+		e.limiter = old.limiter
+		err = e.limiter.Update(s.Limiter)
+	} else {
+		e.limiter, err = limit.New(s.Limiter)
+	}
+	if err != nil {
+		return nil, err
+	}
+	registry.engines[name] = e
+	return e, nil
 }

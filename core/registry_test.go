@@ -96,8 +96,26 @@ func TestRegistrySharedBetweenRouters(t *testing.T) {
 	if got := do(t, b, http.MethodGet, "http://example.com/shared").Header().Get("Cache-Status"); got != "Weir; hit; ttl=600" {
 		t.Errorf("second router: Cache-Status = %q, want a hit", got)
 	}
-	if a.e != b.e {
-		t.Error("two routers of one middleware got two engines")
+}
+
+// Requests through two routers of one middleware coalesce into one fetch.
+func TestRegistryRoutersShareFlights(t *testing.T) {
+	name := uniqueEngineName(t)
+	s := Settings{Now: newFakeClock().Now}
+	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=600"}, "x")
+	o.hold(1)
+	a := mustNew(t, name, s, o)
+	b := mustNew(t, name, s, o)
+	const url = "http://example.com/routers"
+	leader := serveAsync(a, newRequest(http.MethodGet, url))
+	o.waitEntered(t, 1)
+	follower := serveAsync(b, newRequest(http.MethodGet, url))
+	waitFollowers(t, b, url, 1)
+	o.release(1)
+	wantAnswer(t, awaitAnswer(t, leader), 200, "Weir; fwd=uri-miss; stored", "x")
+	wantAnswer(t, awaitAnswer(t, follower), 200, "Weir; fwd=uri-miss; collapsed", "x")
+	if got := o.callCount(); got != 1 {
+		t.Errorf("origin calls = %d, want 1", got)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/neg"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -69,11 +70,18 @@ type Settings struct {
 	BreakerCountStatus500 bool
 	// Negative is the negative cache (FR-NEG-1..4); zero fields are its defaults.
 	Negative neg.Settings
+	// MissRate is the miss-rate detector (FR-MR-1, FR-MR-2); by default it only reports.
+	MissRate missrate.Settings
 
-	// Store is a remote store shared with other instances. Nil: process memory.
+	// StoreURL is a redis:// or rediss:// URL of a store shared by every Traefik instance.
+	// Empty: process memory.
+	StoreURL string
+	// StoreKeyPrefix prefixes every key in the shared store. Empty: "weir:".
+	StoreKeyPrefix string
+	// Store, when set, is used instead of StoreURL (tests). Nil: StoreURL or process memory.
 	Store store.Store
-	// StoreID names the remote store's configuration, so that a reload pointing at another
-	// store empties this engine's cache. Empty for the memory store.
+	// StoreID names Store's configuration, so that a reload pointing at another store
+	// empties this engine's cache.
 	StoreID string
 
 	// Now reads the clock. Nil: time.Now.
@@ -149,6 +157,9 @@ func (s Settings) validate() error {
 	if err := s.Breaker.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
+	if err := s.MissRate.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
+	}
 	if err := s.Negative.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
@@ -169,6 +180,6 @@ func (s Settings) validate() error {
 func (s Settings) fingerprint() string {
 	drop := append([]string(nil), s.QueryDrop...)
 	sort.Strings(drop)
-	return fmt.Sprintf("drop=%s size=%d entry=%d ttl=%s store=%s",
-		strings.Join(drop, ","), s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.StoreID)
+	return fmt.Sprintf("drop=%s size=%d entry=%d ttl=%s store=%s url=%s prefix=%s storeTimeout=%s",
+		strings.Join(drop, ","), s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.StoreID, s.StoreURL, s.StoreKeyPrefix, s.StoreTimeout)
 }

@@ -19,7 +19,7 @@ import (
 // Layout, version 1 (varint is encoding/binary's zig-zag form, uvarint the unsigned one):
 //
 //	byte     version (1)
-//	byte     flags: 1 VaryIndex, 2 Body present (nil and empty bodies stay apart: HEAD)
+//	byte     flags: 1 VaryIndex, 2 Body present (nil and empty bodies stay apart: HEAD), 4 Pass
 //	byte     which times follow: 1 Born, 2 FreshUntil, 4 StaleWhileRevalidateUntil,
 //	         8 StaleIfErrorUntil, 16 KeepUntil (a zero time is left out)
 //	varint   Status
@@ -41,6 +41,7 @@ const EncodingVersion = 1
 const (
 	flagVaryIndex = 1
 	flagBody      = 2
+	flagPass      = 4
 )
 
 // The bits of the times byte, in the order Encode and Decode walk the times.
@@ -97,6 +98,9 @@ func Encode(e *Entry) []byte {
 
 	b := make([]byte, 3, n)
 	b[0] = EncodingVersion
+	if e.Pass {
+		b[1] |= flagPass
+	}
 	if e.VaryIndex {
 		b[1] |= flagVaryIndex
 	}
@@ -162,10 +166,10 @@ func Decode(b []byte) (*Entry, error) {
 		return nil, malformed("short header", len(b))
 	}
 	flags, times := b[1], b[2]
-	if flags&^(flagVaryIndex|flagBody) != 0 || times&^timeAll != 0 {
+	if flags&^(flagVaryIndex|flagBody|flagPass) != 0 || times&^timeAll != 0 {
 		return nil, malformed(fmt.Sprintf("unknown flags %#x %#x", flags, times), 1)
 	}
-	e := &Entry{VaryIndex: flags&flagVaryIndex != 0}
+	e := &Entry{VaryIndex: flags&flagVaryIndex != 0, Pass: flags&flagPass != 0}
 	i := 3
 
 	status, n := binary.Varint(b[i:])

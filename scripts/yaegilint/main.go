@@ -76,6 +76,7 @@ func check(f *ast.File, report func(token.Pos, string, ...interface{})) {
 			if n.Type.TypeParams != nil {
 				report(n.Pos(), "type parameters: Yaegi v0.16.1 panics on generic code")
 			}
+
 		case *ast.TypeSpec:
 			if n.TypeParams != nil {
 				report(n.Pos(), "type parameters: Yaegi v0.16.1 panics on generic types")
