@@ -110,6 +110,9 @@ func (c *Config) protections(s *core.Settings) error {
 	if s.MissRate.Throttle, err = parseBool("missRate.throttle", c.MissRate.Throttle); err != nil {
 		return err
 	}
+	if s.AllowPurge, err = parseBool("cache.allowPurge", c.Cache.AllowPurge); err != nil {
+		return err
+	}
 	s.StoreURL = strings.TrimSpace(c.Store.URL)
 	s.StoreKeyPrefix = c.Store.KeyPrefix
 	return nil

@@ -42,6 +42,10 @@ type CacheConfig struct {
 	// DefaultTTL is the freshness given to storable answers that state none ("" or "0s":
 	// none, the default).
 	DefaultTTL string `json:"defaultTTL,omitempty"`
+	// AllowPurge makes a PURGE request drop the URI's entry without reaching the origin
+	// ("false": PURGE passes to the origin like any other method). Restrict who can send
+	// PURGE (an IP allow list middleware on a dedicated router) before turning it on.
+	AllowPurge string `json:"allowPurge,omitempty"`
 }
 
 // CoalesceConfig tunes request coalescing.

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"net/http"
 	"strconv"
 	"strings"
@@ -156,7 +157,7 @@ func (h *Handler) lookup(r *http.Request, key string, now time.Time) (ent *store
 	if ent == nil || !ent.VaryIndex {
 		return ent, key, false
 	}
-	at = variantKey(key, ent.Vary, r)
+	at = variantKey(generationKey(key, ent), ent.Vary, r)
 	ent = h.get(r.Context(), at, now)
 	if ent == nil || ent.VaryIndex {
 		return nil, at, true
@@ -193,11 +194,22 @@ func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
 	if len(ent.Vary) == 0 {
 		return h.e.store.Set(ctx, key, ent) == nil
 	}
-	idx := &store.Entry{VaryIndex: true, Vary: ent.Vary, Born: ent.Born, FreshUntil: ent.FreshUntil, KeepUntil: ent.KeepUntil}
+	// The index's Born names its generation: variants live under keys that carry it, so a
+	// purge or invalidation, which deletes the index, also orphans every variant stored
+	// before it. A new index takes a random nanosecond offset, so that one made in the same
+	// instant as the deleted one is still another generation; a new variant of a live index
+	// joins its generation. An index's Born is never used as an age.
+	born := ent.Born.Add(time.Duration(rand.Int63n(int64(time.Millisecond))))
+	idx := &store.Entry{VaryIndex: true, Vary: ent.Vary, Born: born, FreshUntil: ent.FreshUntil, KeepUntil: ent.KeepUntil}
+	if old, err := h.e.store.Get(ctx, key); err == nil && old != nil && old.VaryIndex &&
+		sameNames(old.Vary, ent.Vary) && ent.Born.Before(old.KeepUntil) {
+		idx.Born = old.Born
+		idx.KeepUntil = later(old.KeepUntil, ent.KeepUntil)
+	}
 	if err := h.e.store.Set(ctx, key, idx); err != nil {
 		return false
 	}
-	return h.e.store.Set(ctx, variantKey(key, ent.Vary, req), ent) == nil
+	return h.e.store.Set(ctx, variantKey(generationKey(key, idx), ent.Vary, req), ent) == nil
 }
 
 // serveEntry writes a stored answer with its current Age (RFC 9111 section 5.1).

@@ -5,7 +5,10 @@ import (
 	"net/textproto"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/weirproxy/weir/core/store"
 )
 
 // keyer turns requests into cache keys: scheme, host, path and query, with the operator's
@@ -121,6 +124,24 @@ func parseVary(lines []string) (names []string, star bool) {
 		}
 	}
 	return names, false
+}
+
+// generationKey is the base of the variant keys of an index entry: the primary key and the
+// index's generation.
+func generationKey(key string, idx *store.Entry) string {
+	return key + "\x00g" + strconv.FormatInt(idx.Born.UnixNano(), 36)
+}
+
+func sameNames(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // variantKey is the key of the variant that r selects among the answers of key varying on

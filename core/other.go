@@ -17,6 +17,10 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 // unsafe method invalidates the URI and the same-origin Location and Content-Location
 // (RFC 9111 section 4.4).
 func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
+	if r.Method == methodPurge && h.s.AllowPurge {
+		h.purge(w, r)
+		return
+	}
 	b, permit := h.admit(r, h.s.Now())
 	if !permit.Allowed {
 		h.refuse(w, r, nil, statusMethod, permit.RetryAfter)
@@ -42,6 +46,19 @@ func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
 	if unsafe && sw.status >= 200 && sw.status < 400 {
 		h.invalidate(r, sw.location, sw.contentLocation)
 	}
+}
+
+// methodPurge drops a URI's entry from the cache (and the shared store, for every instance
+// using it) without contacting the origin, when cache.allowPurge is set.
+const methodPurge = "PURGE"
+
+func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
+	h.invalidate(r)
+	h.e.neg.Forget(h.keyer.key(r))
+	w.Header()["Cache-Status"] = []string{statusFwd + "bypass" + paramDetail + "purged"}
+	w.Header()["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	w.WriteHeader(http.StatusOK)
+	w.Write([]byte("purged\n"))
 }
 
 // invalidate drops the entries of r's URI and of the same-origin URIs its answer named.

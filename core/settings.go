@@ -58,6 +58,10 @@ type Settings struct {
 	// StoreTimeout bounds every call to a remote store (FR-STF-1).
 	StoreTimeout time.Duration
 
+	// AllowPurge makes Weir answer PURGE requests by dropping the URI's entry, instead of
+	// passing them to the origin. Off by default: anyone who reaches the router could purge.
+	AllowPurge bool
+
 	// Limiter is the origin concurrency budget (FR-LIM-1..7); zero fields are its defaults.
 	// It is updated live on reload.
 	Limiter limit.Settings
