@@ -49,6 +49,7 @@ func newTestHandler(t *testing.T, s Settings, origin http.Handler) *Handler {
 func get(t *testing.T, h http.Handler, url string, header ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodGet, url, nil)
+	r.RequestURI = r.URL.RequestURI()
 	for i := 0; i+1 < len(header); i += 2 {
 		r.Header.Add(header[i], header[i+1])
 	}

@@ -19,6 +19,8 @@ const testWait = 5 * time.Second
 // newRequest builds a request with header given as name, value pairs.
 func newRequest(method, url string, header ...string) *http.Request {
 	r := httptest.NewRequest(method, url, nil)
+	// As a server receives it: origin form, which the hit path keys on.
+	r.RequestURI = r.URL.RequestURI()
 	for i := 0; i+1 < len(header); i += 2 {
 		r.Header.Add(header[i], header[i+1])
 	}

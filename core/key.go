@@ -36,19 +36,26 @@ func newKeyer(queryDrop []string) keyer {
 // host are distinct keys, which costs a miss, never a wrong answer, and keeps the hit path
 // free of a lowercasing.
 func partition(r *http.Request) string {
-	path := r.URL.RawPath
-	if path == "" {
-		path = r.URL.Path
-		if strings.IndexByte(path, '%') >= 0 {
-			// A literal % came from %25: escaped back, /a%252Fb keeps a key apart from the
-			// raw /a%2Fb.
-			path = r.URL.EscapedPath()
-		}
-	}
+	path := requestPath(r)
 	if r.TLS == nil {
 		return "http://" + r.Host + path
 	}
 	return "https://" + r.Host + path
+}
+
+// requestPath is the path as the client escaped it. It comes from RequestURI, which Traefik's
+// path-rewriting middlewares (stripPrefix, replacePath) keep in step with URL, so the hit
+// path can use RequestURI whole for a request without a query; from URL's escaped form when
+// RequestURI is not in origin form. Escaped, /a%252Fb and /a%2Fb stay two keys.
+func requestPath(r *http.Request) string {
+	ru := r.RequestURI
+	if len(ru) > 0 && ru[0] == '/' {
+		if i := strings.IndexByte(ru, '?'); i >= 0 {
+			return ru[:i]
+		}
+		return ru
+	}
+	return r.URL.EscapedPath()
 }
 
 // key returns the cache key of r: its partition and its normalised query. ServeHTTP builds

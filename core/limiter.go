@@ -27,7 +27,7 @@ func (h *Handler) shed(w http.ResponseWriter, r *http.Request, cacheStatus strin
 	}
 	hdr := w.Header()
 	hdr["Retry-After"] = h.retryAfter
-	hdr["Cache-Status"] = []string{cacheStatus + paramDetail + limit.Detail(err)}
+	hdr["Cache-Status"] = []string{withDetail(cacheStatus, limit.Detail(err))}
 	http.Error(w, "origin busy, retry later", http.StatusServiceUnavailable)
 }
 

@@ -77,6 +77,7 @@ func (h *Handler) invalidate(r *http.Request, targets ...string) {
 		}
 		other := r.Clone(ctx)
 		other.URL = &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
+		other.RequestURI = other.URL.RequestURI()
 		k := h.keyer.key(other)
 		h.e.store.Delete(ctx, k)
 	}

@@ -44,7 +44,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, stale *store.En
 	}
 	hdr := w.Header()
 	hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(retryAfter), 10)}
-	hdr["Cache-Status"] = []string{cacheStatus + paramDetail + "circuit-open"}
+	hdr["Cache-Status"] = []string{withDetail(cacheStatus, "circuit-open")}
 	http.Error(w, "origin unavailable, retry later", http.StatusServiceUnavailable)
 }
 
@@ -58,7 +58,7 @@ func (h *Handler) throttle(w http.ResponseWriter, r *http.Request, stale *store.
 	}
 	hdr := w.Header()
 	hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(wait), 10)}
-	hdr["Cache-Status"] = []string{cacheStatus + paramDetail + "miss-rate"}
+	hdr["Cache-Status"] = []string{withDetail(cacheStatus, "miss-rate")}
 	http.Error(w, "too many distinct requests on this path, retry later", http.StatusServiceUnavailable)
 }
 

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/weirproxy/weir/core/store"
 	"net/http"
 	"strconv"
 	"strings"
@@ -103,7 +104,7 @@ func TestLargeAnswerStreams(t *testing.T) {
 			if got := client.header.Get("Cache-Status"); got != "Weir; fwd=uri-miss; detail=too-large" {
 				t.Errorf("Cache-Status = %q, want Weir; fwd=uri-miss; detail=too-large", got)
 			}
-			if got := h.mem.Lookup("http://example.com/stream"); got != nil && len(got.Body) > 0 {
+			if got := store.Lookup(h.mem, "http://example.com/stream"); got != nil && len(got.Body) > 0 {
 				t.Errorf("the answer was stored: %d bytes", len(got.Body))
 			}
 		})

@@ -64,7 +64,7 @@ func (o RedisOptions) withDefaults() RedisOptions {
 	return o
 }
 
-// Redis is a redis-server process on 127.0.0.1 that keeps nothing on disk (--save ''
+// Redis is a redis-server process on 127.0.0.1 that keeps nothing on disk (--save ""
 // --appendonly no), so a restart starts it empty, as a crashed cache server comes back. It
 // can be killed and started again on the same port while clients keep its address.
 type Redis struct {

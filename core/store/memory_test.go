@@ -51,7 +51,7 @@ func TestMemorySetGetDelete(t *testing.T) {
 	if got, err := m.Get(ctx, "a"); got != e || err != nil {
 		t.Errorf("Get = %p, %v; want %p, nil", got, err, e)
 	}
-	if got := m.Lookup("a"); got != e {
+	if got := Lookup(m, "a"); got != e {
 		t.Errorf("Lookup = %p, want %p", got, e)
 	}
 	if n, b := m.Len(); n != 1 || b != memCost("a", e) {
@@ -85,7 +85,7 @@ func TestMemoryReplaceAccountsBytes(t *testing.T) {
 			if err := m.Set(ctx, "k", tc.e); err != nil {
 				t.Fatalf("Set: %v", err)
 			}
-			if got := m.Lookup("k"); got != tc.e {
+			if got := Lookup(m, "k"); got != tc.e {
 				t.Errorf("Lookup returned another entry than the last one set")
 			}
 			if n, b := m.Len(); n != 1 || b != memCost("k", tc.e) {
@@ -109,7 +109,7 @@ func TestMemoryEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 		}
 	}
 	// k0 is used again: k1 is now the least recently used.
-	m.Lookup("k0")
+	Lookup(m, "k0")
 	if err := m.Set(ctx, "k3", e); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
@@ -121,7 +121,7 @@ func TestMemoryEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 	// Get counts as a use, as Lookup does: k2 and k3 outlive k0, whose use the hand has
 	// already spent.
 	m.Get(ctx, "k2")
-	m.Lookup("k3")
+	Lookup(m, "k3")
 	if err := m.Set(ctx, "k4", e); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
@@ -149,12 +149,12 @@ func TestMemoryKeepsTheEntryJustSet(t *testing.T) {
 		m.Set(ctx, "k"+strconv.Itoa(i), e)
 	}
 	for i := 0; i < 3; i++ {
-		m.Lookup("k" + strconv.Itoa(i))
+		Lookup(m, "k"+strconv.Itoa(i))
 	}
 	if err := m.Set(ctx, "k3", memEntry(1000)); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
-	if m.Lookup("k3") == nil {
+	if Lookup(m, "k3") == nil {
 		t.Error("Set succeeded but the entry was evicted at once")
 	}
 	if n, b := m.Len(); n != 3 || b > m.maxSize {
@@ -229,7 +229,7 @@ func TestMemoryConcurrentUse(t *testing.T) {
 				case 0:
 					m.Set(ctx, k, e)
 				case 1:
-					m.Lookup(k)
+					Lookup(m, k)
 				default:
 					m.Delete(ctx, k)
 				}
@@ -257,9 +257,9 @@ func ExampleMemory() {
 	body := make([]byte, 300)
 	m.Set(ctx, "/a", &Entry{Status: 200, Body: body})
 	m.Set(ctx, "/b", &Entry{Status: 200, Body: body})
-	m.Lookup("/a")                                    // /a is now the most recently used
+	Lookup(m, "/a")                                   // /a is now the most recently used
 	m.Set(ctx, "/c", &Entry{Status: 200, Body: body}) // over budget: /b goes
-	fmt.Println(m.Lookup("/a") != nil, m.Lookup("/b") != nil, m.Lookup("/c") != nil)
+	fmt.Println(Lookup(m, "/a") != nil, Lookup(m, "/b") != nil, Lookup(m, "/c") != nil)
 	fmt.Println(m.Set(ctx, "/big", &Entry{Status: 200, Body: make([]byte, 1000)}))
 	// Output:
 	// true false true

@@ -1,0 +1,623 @@
+package core
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/missrate"
+)
+
+// The origin protections as the engine wires them: the circuit breaker (FR-CB-1..5), the
+// negative cache (FR-NEG-1..4) and the miss-rate detector (FR-MR-1, FR-MR-2). Every test runs
+// on a fake clock, with the breaker's jitter pinned to its middle, so open periods are exact.
+
+// protectOrigin answers by the first segment of the path and counts its calls:
+//
+//	/ok/...    200, no-store (marked hit-for-pass)
+//	/s/NNN/... status NNN, no freshness; a 503 carries Retry-After: 7
+//	/c/...     200, max-age=1, stale-if-error=60
+//	/c1/...    200, max-age=1
+//	otherwise  200, max-age=60
+type protectOrigin struct {
+	// mu guards calls.
+	mu    sync.Mutex
+	calls map[string]int
+	total int
+}
+
+func newProtectOrigin() *protectOrigin {
+	return &protectOrigin{calls: make(map[string]int)}
+}
+
+func (o *protectOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	o.mu.Lock()
+	o.calls[r.URL.Path]++
+	o.total++
+	o.mu.Unlock()
+	parts := strings.Split(r.URL.Path, "/")
+	kind := ""
+	if len(parts) > 1 {
+		kind = parts[1]
+	}
+	switch kind {
+	case "ok":
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write([]byte("ok"))
+	case "s":
+		code := 0
+		if len(parts) > 2 {
+			code, _ = strconv.Atoi(parts[2])
+		}
+		if code < 100 {
+			code = http.StatusInternalServerError
+		}
+		if code == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "7")
+		}
+		w.WriteHeader(code)
+		w.Write([]byte("failed"))
+	case "c":
+		w.Header().Set("Cache-Control", "max-age=1, stale-if-error=60")
+		w.Write([]byte("cached"))
+	case "c1":
+		w.Header().Set("Cache-Control", "max-age=1")
+		w.Write([]byte("cached"))
+	default:
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Write([]byte("fresh"))
+	}
+}
+
+// count is how many calls reached the origin for path; "" counts them all.
+func (o *protectOrigin) count(path string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if path == "" {
+		return o.total
+	}
+	return o.calls[path]
+}
+
+// logLines collects what the engine logs.
+type logLines struct {
+	// mu guards lines.
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) add(msg string) {
+	l.mu.Lock()
+	l.lines = append(l.lines, msg)
+	l.mu.Unlock()
+}
+
+// with returns the lines that contain s.
+func (l *logLines) with(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// protectSettings are default settings on clock, with the breaker's jitter at its middle
+// (open periods exactly OpenFor, then doubled) and logs collected in logs.
+func protectSettings(clock *fakeClock, logs *logLines) Settings {
+	return Settings{
+		Now:     clock.Now,
+		Breaker: breaker.Settings{Rand: func() float64 { return 0.5 }},
+		Log:     func(msg string) { logs.add(msg) },
+	}
+}
+
+// statuses returns n copies of status.
+func statuses(status, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = status
+	}
+	return out
+}
+
+// fetchURL is the URL of the i-th fetch of a test that wants the origin to answer status:
+// each fetch its own key, so no negative entry answers for the origin.
+func fetchURL(status, i int) string {
+	if status == http.StatusOK {
+		return "http://example.com/ok/" + strconv.Itoa(i)
+	}
+	return "http://example.com/s/" + strconv.Itoa(status) + "/" + strconv.Itoa(i)
+}
+
+// TestBreakerOpensAtFloor: the breaker opens once the window holds breaker.minRequests (20)
+// results and at least failureRatio (half) of them failed; a 500 is the origin answering
+// unless countStatus500 is set (FR-CB-1, FR-CB-2). Until then every fetch reaches the origin.
+func TestBreakerOpensAtFloor(t *testing.T) {
+	tests := []struct {
+		desc     string
+		count500 bool
+		fetches  []int
+		wantOpen bool
+	}{
+		{desc: "19 failures are under the floor", fetches: statuses(503, 19)},
+		{desc: "20 failures open it", fetches: statuses(503, 20), wantOpen: true},
+		{desc: "10 of 20 failed opens it", fetches: append(statuses(200, 10), statuses(503, 10)...), wantOpen: true},
+		{desc: "9 of 20 failed keeps it closed", fetches: append(statuses(200, 11), statuses(503, 9)...)},
+		{desc: "failures first, then successes, keep it closed", fetches: append(statuses(503, 19), statuses(200, 10)...)},
+		{desc: "500s are the origin answering", fetches: statuses(500, 30)},
+		{desc: "500s count with countStatus500", count500: true, fetches: statuses(500, 20), wantOpen: true},
+		{desc: "502 and 504 count", fetches: append(statuses(502, 10), statuses(504, 10)...), wantOpen: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			clock := newFakeClock()
+			logs := &logLines{}
+			s := protectSettings(clock, logs)
+			s.BreakerCountStatus500 = tc.count500
+			o := newProtectOrigin()
+			h := newTestHandler(t, s, o)
+			for i, status := range tc.fetches {
+				w := do(t, h, http.MethodGet, fetchURL(status, i))
+				if w.Code != status {
+					t.Fatalf("fetch %d: status = %d, want the origin's %d", i+1, w.Code, status)
+				}
+				if got := o.count(""); got != i+1 {
+					t.Fatalf("fetch %d: origin calls = %d, want %d: the breaker opened too early", i+1, got, i+1)
+				}
+			}
+			before := o.count("")
+			w := do(t, h, http.MethodGet, "http://example.com/ok/next")
+			if !tc.wantOpen {
+				wantAnswer(t, w, http.StatusOK, "Weir; fwd=uri-miss; detail=no-store", "ok")
+				if got := o.count(""); got != before+1 {
+					t.Errorf("origin calls = %d, want %d", got, before+1)
+				}
+				return
+			}
+			if w.Code != http.StatusServiceUnavailable {
+				t.Errorf("status = %d, want 503", w.Code)
+			}
+			if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=uri-miss; detail=circuit-open"; got != want {
+				t.Errorf("Cache-Status = %q, want %q", got, want)
+			}
+			if got, want := w.Header().Get("Retry-After"), "5"; got != want {
+				t.Errorf("Retry-After = %q, want %q (openFor)", got, want)
+			}
+			if got := o.count(""); got != before {
+				t.Errorf("origin calls = %d, want %d: an open breaker let a fetch through", got, before)
+			}
+		})
+	}
+}
+
+// tripBreaker opens the engine's breaker with 20 failed fetches at the clock's time.
+func tripBreaker(t *testing.T, h *Handler, o *protectOrigin) {
+	t.Helper()
+	for i := 0; i < breaker.DefaultMinRequests; i++ {
+		do(t, h, http.MethodGet, fetchURL(503, 1000+i))
+	}
+	before := o.count("")
+	w := do(t, h, http.MethodGet, "http://example.com/ok/trip-check")
+	if w.Code != http.StatusServiceUnavailable || o.count("") != before {
+		t.Fatalf("breaker did not open: status %d, Cache-Status %q", w.Code, w.Header().Get("Cache-Status"))
+	}
+}
+
+// TestBreakerOpenRefusesOrServesStale: while the breaker is open nothing reaches the origin;
+// a request whose stale answer allows it (stale-if-error) gets that answer with
+// detail=circuit-open, every other one a fast 503 with Retry-After set to the time left
+// (FR-CB-5).
+func TestBreakerOpenRefusesOrServesStale(t *testing.T) {
+	clock := newFakeClock()
+	logs := &logLines{}
+	o := newProtectOrigin()
+	h := newTestHandler(t, protectSettings(clock, logs), o)
+	do(t, h, http.MethodGet, "http://example.com/c/sie")
+	do(t, h, http.MethodGet, "http://example.com/c1/nosie")
+	do(t, h, http.MethodGet, "http://example.com/ok/pass")
+	tripBreaker(t, h, o)
+	clock.Add(2 * time.Second)
+	calls := o.count("")
+
+	tests := []struct {
+		desc       string
+		method     string
+		url        string
+		status     int
+		cache      string
+		retryAfter string
+		body       string
+	}{
+		{desc: "stale-if-error serves stale", method: http.MethodGet, url: "http://example.com/c/sie",
+			status: 200, cache: "Weir; hit; ttl=-1; detail=circuit-open", body: "cached"},
+		{desc: "stale without stale-if-error is refused", method: http.MethodGet, url: "http://example.com/c1/nosie",
+			status: 503, cache: "Weir; fwd=stale; detail=circuit-open", retryAfter: "3"},
+		{desc: "a cold key is refused", method: http.MethodGet, url: "http://example.com/ok/cold",
+			status: 503, cache: "Weir; fwd=uri-miss; detail=circuit-open", retryAfter: "3"},
+		{desc: "a cold HEAD is refused", method: http.MethodHead, url: "http://example.com/ok/head",
+			status: 503, cache: "Weir; fwd=uri-miss; detail=circuit-open", retryAfter: "3"},
+		{desc: "POST is refused", method: http.MethodPost, url: "http://example.com/ok/post",
+			status: 503, cache: "Weir; fwd=method; detail=circuit-open", retryAfter: "3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			w := do(t, h, tc.method, tc.url)
+			if w.Code != tc.status {
+				t.Errorf("status = %d, want %d", w.Code, tc.status)
+			}
+			if got := w.Header().Get("Cache-Status"); got != tc.cache {
+				t.Errorf("Cache-Status = %q, want %q", got, tc.cache)
+			}
+			if got := w.Header().Get("Retry-After"); got != tc.retryAfter {
+				t.Errorf("Retry-After = %q, want %q", got, tc.retryAfter)
+			}
+			if tc.body != "" && w.Body.String() != tc.body {
+				t.Errorf("body = %q, want %q", w.Body.String(), tc.body)
+			}
+		})
+	}
+
+	t.Run("a hit-for-pass key is refused", func(t *testing.T) {
+		w := do(t, h, http.MethodGet, "http://example.com/ok/pass")
+		if w.Code != http.StatusServiceUnavailable {
+			t.Errorf("status = %d, want 503", w.Code)
+		}
+		if got := w.Header().Get("Retry-After"); got != "3" {
+			t.Errorf("Retry-After = %q, want %q", got, "3")
+		}
+		cs := w.Header().Get("Cache-Status")
+		if !strings.HasPrefix(cs, "Weir; fwd=uri-miss; ") || !strings.HasSuffix(cs, "; detail=circuit-open") {
+			t.Errorf("Cache-Status = %q, want fwd=uri-miss ending in detail=circuit-open", cs)
+		}
+		// RFC 8941 section 4.2.3.2: a parser keeps the last of two parameters with one name,
+		// so a second detail silently drops the first; a serializer never writes two.
+		if n := strings.Count(cs, "detail="); n != 1 {
+			t.Errorf("Cache-Status = %q carries %d detail parameters, want 1", cs, n)
+		}
+	})
+
+	if got := o.count(""); got != calls {
+		t.Errorf("origin calls while open = %d, want none", got-calls)
+	}
+}
+
+// TestBreakerProbe: once the open period ends exactly one probe goes to the origin; while it
+// is out others are refused with Retry-After 1; a failed probe reopens the breaker for twice
+// as long, a successful one closes it (FR-CB-3, FR-CB-4).
+func TestBreakerProbe(t *testing.T) {
+	clock := newFakeClock()
+	logs := &logLines{}
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n <= 21 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("down"))
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write([]byte("up"))
+	})
+	h := newTestHandler(t, protectSettings(clock, logs), o)
+	for i := 0; i < 20; i++ {
+		do(t, h, http.MethodGet, "http://example.com/f/"+strconv.Itoa(i))
+	}
+	refused := func(what, url, retryAfter string) {
+		t.Helper()
+		calls := o.callCount()
+		w := do(t, h, http.MethodGet, url)
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != retryAfter ||
+			w.Header().Get("Cache-Status") != "Weir; fwd=uri-miss; detail=circuit-open" {
+			t.Errorf("%s: status %d, Retry-After %q, Cache-Status %q; want 503, %q, detail=circuit-open",
+				what, w.Code, w.Header().Get("Retry-After"), w.Header().Get("Cache-Status"), retryAfter)
+		}
+		if o.callCount() != calls {
+			t.Errorf("%s: reached the origin", what)
+		}
+	}
+
+	clock.Add(4 * time.Second)
+	refused("a second before the deadline", "http://example.com/x/1", "1")
+
+	clock.Add(time.Second)
+	o.hold(21)
+	probe := serveAsync(h, newRequest(http.MethodGet, "http://example.com/p/1"))
+	o.waitEntered(t, 21)
+	refused("while the probe is out", "http://example.com/x/2", "1")
+	o.release(21)
+	w := awaitAnswer(t, probe)
+	wantAnswer(t, w, http.StatusServiceUnavailable, "Weir; fwd=uri-miss; detail=origin-error", "down")
+
+	refused("after the failed probe", "http://example.com/x/3", "10")
+	clock.Add(9 * time.Second)
+	refused("a second before the doubled deadline", "http://example.com/x/4", "1")
+
+	clock.Add(time.Second)
+	wantAnswer(t, do(t, h, http.MethodGet, "http://example.com/p/2"), http.StatusOK, "Weir; fwd=uri-miss; detail=no-store", "up")
+	for i := 0; i < 3; i++ {
+		wantAnswer(t, do(t, h, http.MethodGet, "http://example.com/y/"+strconv.Itoa(i)), http.StatusOK, "Weir; fwd=uri-miss; detail=no-store", "up")
+	}
+	if got, want := o.callCount(), 25; got != want {
+		t.Errorf("origin calls = %d, want %d (20 failures, 2 probes, 3 after closing)", got, want)
+	}
+}
+
+// TestNegativeCache: a 502, 503 or 504 on a key with nothing stored is remembered for
+// negative.ttl: the remembered status, the origin's Retry-After, no body, no origin contact
+// (FR-NEG-1, FR-NEG-2). A 500, a 4xx and a failure of a request with credentials are not
+// (FR-NEG-4).
+func TestNegativeCache(t *testing.T) {
+	tests := []struct {
+		desc           string
+		url            string
+		header         []string
+		wantNegative   bool
+		status         int
+		wantRetryAfter string
+	}{
+		{desc: "503 is remembered", url: "/s/503/a", wantNegative: true, status: 503, wantRetryAfter: "7"},
+		{desc: "502 is remembered", url: "/s/502/a", wantNegative: true, status: 502},
+		{desc: "504 is remembered", url: "/s/504/a", wantNegative: true, status: 504},
+		{desc: "500 is not", url: "/s/500/a", status: 500},
+		{desc: "404 is not", url: "/s/404/a", status: 404},
+		{desc: "429 is not", url: "/s/429/a", status: 429},
+		{desc: "503 with Authorization is not", url: "/s/503/a", header: []string{"Authorization", "Bearer x"}, status: 503},
+		{desc: "503 with a cookie is not", url: "/s/503/a", header: []string{"Cookie", "session=1"}, status: 503},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			clock := newFakeClock()
+			logs := &logLines{}
+			o := newProtectOrigin()
+			h := newTestHandler(t, protectSettings(clock, logs), o)
+			url := "http://example.com" + tc.url
+
+			first := do(t, h, http.MethodGet, url, tc.header...)
+			if first.Code != tc.status || first.Body.String() != "failed" {
+				t.Fatalf("first: status %d body %q, want the origin's %d", first.Code, first.Body.String(), tc.status)
+			}
+			steps := []struct {
+				advance time.Duration
+				ttl     string
+			}{{0, "2"}, {time.Second, "1"}, {999 * time.Millisecond, "1"}}
+			for i, st := range steps {
+				clock.Add(st.advance)
+				w := do(t, h, http.MethodGet, url, tc.header...)
+				if !tc.wantNegative {
+					if w.Header().Get("Cache-Status") == "" || strings.Contains(w.Header().Get("Cache-Status"), "negative") {
+						t.Errorf("request %d: Cache-Status = %q, want a forwarded answer", i+2, w.Header().Get("Cache-Status"))
+					}
+					if got := o.count(""); got != i+2 {
+						t.Errorf("request %d: origin calls = %d, want %d", i+2, got, i+2)
+					}
+					continue
+				}
+				wantAnswer(t, w, tc.status, "Weir; hit; ttl="+st.ttl+"; detail=negative", "")
+				if got := w.Header().Get("Retry-After"); got != tc.wantRetryAfter {
+					t.Errorf("request %d: Retry-After = %q, want %q", i+2, got, tc.wantRetryAfter)
+				}
+				if got := w.Header().Get("Content-Length"); got != "0" {
+					t.Errorf("request %d: Content-Length = %q, want 0", i+2, got)
+				}
+				if got := o.count(""); got != 1 {
+					t.Errorf("request %d: origin calls = %d, want 1", i+2, got)
+				}
+			}
+			if !tc.wantNegative {
+				return
+			}
+			clock.Add(time.Millisecond)
+			w := do(t, h, http.MethodGet, url, tc.header...)
+			if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=uri-miss; detail=origin-error" {
+				t.Errorf("after the ttl: Cache-Status = %q, want the origin's answer", got)
+			}
+			if got := o.count(""); got != 2 {
+				t.Errorf("after the ttl: origin calls = %d, want 2", got)
+			}
+		})
+	}
+}
+
+// TestNegativeCacheNotOverStale: a key with a stale answer stored is never answered from a
+// negative entry: each request tries the origin again (or serves stale if allowed).
+func TestNegativeCacheNotOverStale(t *testing.T) {
+	clock := newFakeClock()
+	logs := &logLines{}
+	var down int32
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if atomic.LoadInt32(&down) != 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("down"))
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=1")
+		w.Write([]byte("v1"))
+	})
+	h := newTestHandler(t, protectSettings(clock, logs), o)
+	do(t, h, http.MethodGet, "http://example.com/a")
+	clock.Add(2 * time.Second)
+	atomic.StoreInt32(&down, 1)
+	for i := 0; i < 3; i++ {
+		wantAnswer(t, do(t, h, http.MethodGet, "http://example.com/a"), http.StatusServiceUnavailable, "Weir; fwd=stale; detail=origin-error", "down")
+	}
+	if got, want := o.callCount(), 4; got != want {
+		t.Errorf("origin calls = %d, want %d", got, want)
+	}
+}
+
+// throttleSettings are protectSettings with the miss-rate detector throttling after
+// minMisses misses within a 10s window.
+func throttleSettings(clock *fakeClock, logs *logLines, minMisses int, throttle bool) Settings {
+	s := protectSettings(clock, logs)
+	s.MissRate = missrate.Settings{Window: 10 * time.Second, MinMisses: minMisses, Throttle: throttle}
+	return s
+}
+
+// TestMissRateThrottle: a flood of distinct queries on one path raises one anomaly, logged
+// once; with throttling the flooded partition gets one origin fetch per window, the rest 503
+// with Retry-After (or stale, detail=miss-rate), and other partitions are left alone; the
+// throttle ends after a window without the flood (FR-MR-1, FR-MR-2).
+func TestMissRateThrottle(t *testing.T) {
+	clock := newFakeClock()
+	logs := &logLines{}
+	o := newProtectOrigin()
+	h := newTestHandler(t, throttleSettings(clock, logs, 10, true), o)
+	flood := func(i int) string { return "http://example.com/c/flood?cb=" + strconv.Itoa(i) }
+	fetched := func(what string, i int) {
+		t.Helper()
+		calls := o.count("/c/flood")
+		w := do(t, h, http.MethodGet, flood(i))
+		if w.Code != http.StatusOK || o.count("/c/flood") != calls+1 {
+			t.Errorf("%s (cb=%d): status %d, Cache-Status %q, origin calls +%d; want fetched",
+				what, i, w.Code, w.Header().Get("Cache-Status"), o.count("/c/flood")-calls)
+		}
+	}
+	throttled := func(what string, i int, retryAfter string) {
+		t.Helper()
+		calls := o.count("/c/flood")
+		w := do(t, h, http.MethodGet, flood(i))
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != retryAfter ||
+			w.Header().Get("Cache-Status") != "Weir; fwd=uri-miss; detail=miss-rate" {
+			t.Errorf("%s (cb=%d): status %d, Retry-After %q, Cache-Status %q; want 503, %q, detail=miss-rate",
+				what, i, w.Code, w.Header().Get("Retry-After"), w.Header().Get("Cache-Status"), retryAfter)
+		}
+		if o.count("/c/flood") != calls {
+			t.Errorf("%s (cb=%d): reached the origin", what, i)
+		}
+	}
+	other := 0
+	otherServed := func(what string) {
+		t.Helper()
+		w := do(t, h, http.MethodGet, "http://example.com/other?q="+strconv.Itoa(other))
+		other++
+		if w.Code != http.StatusOK || o.count("/other") != other {
+			t.Errorf("%s: other partition got status %d, Cache-Status %q, origin calls %d; want 200 from the origin, %d calls",
+				what, w.Code, w.Header().Get("Cache-Status"), o.count("/other"), other)
+		}
+	}
+
+	for i := 0; i < 9; i++ {
+		fetched("before the threshold", i)
+	}
+	if n := len(logs.with("miss_rate_anomaly")); n != 0 {
+		t.Fatalf("%d anomalies before minMisses, want none", n)
+	}
+	// The miss that crosses the threshold is the window's one fetch.
+	fetched("the miss that raises the anomaly", 9)
+	lines := logs.with("miss_rate_anomaly")
+	if len(lines) != 1 {
+		t.Fatalf("anomaly lines = %d, want 1: %q", len(lines), lines)
+	}
+	for _, want := range []string{"partition=http://example.com/c/flood ", "varying=cb ", "throttled=true", "misses=10"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("anomaly line %q lacks %q", lines[0], want)
+		}
+	}
+	for i := 10; i < 30; i++ {
+		throttled("flood in the first window", i, "10")
+	}
+	otherServed("during the flood")
+	clock.Add(5 * time.Second)
+	throttled("halfway through the window", 30, "5")
+	otherServed("halfway through the window")
+
+	// The window that ended held 21 misses: still a flood, so one more fetch, then refusals.
+	clock.Add(5 * time.Second)
+	fetched("first miss of the second window", 31)
+	throttled("second miss of the second window", 32, "10")
+	stale := do(t, h, http.MethodGet, flood(0))
+	if got, want := stale.Header().Get("Cache-Status"), "Weir; hit; ttl=-9; detail=miss-rate"; stale.Code != http.StatusOK || got != want {
+		t.Errorf("stale key while throttled: status %d, Cache-Status %q; want 200, %q", stale.Code, got, want)
+	}
+	otherServed("second window")
+
+	// The second window held 3 misses: the flood is over, the flag clears.
+	clock.Add(10 * time.Second)
+	fetched("after the flood", 40)
+	fetched("after the flood", 41)
+	otherServed("after the flood")
+
+	if n := len(logs.with("miss_rate_anomaly")); n != 1 {
+		t.Errorf("anomaly lines = %d, want exactly 1: %q", n, logs.with("miss_rate_anomaly"))
+	}
+	if got, want := o.count("/c/flood"), 13; got != want {
+		t.Errorf("origin calls for the flooded path = %d, want %d (10 before, 1 in the second window, 2 after)", got, want)
+	}
+}
+
+// TestMissRateReportOnly: without throttle the flood is logged once and every miss is
+// still fetched.
+func TestMissRateReportOnly(t *testing.T) {
+	clock := newFakeClock()
+	logs := &logLines{}
+	o := newProtectOrigin()
+	h := newTestHandler(t, throttleSettings(clock, logs, 10, false), o)
+	for i := 0; i < 40; i++ {
+		w := do(t, h, http.MethodGet, "http://example.com/flood?cb="+strconv.Itoa(i))
+		if w.Code != http.StatusOK {
+			t.Fatalf("request %d: status %d, Cache-Status %q, want 200", i, w.Code, w.Header().Get("Cache-Status"))
+		}
+	}
+	if got := o.count("/flood"); got != 40 {
+		t.Errorf("origin calls = %d, want 40", got)
+	}
+	lines := logs.with("miss_rate_anomaly")
+	if len(lines) != 1 || !strings.Contains(lines[0], "throttled=false") || !strings.Contains(lines[0], "varying=cb") {
+		t.Errorf("anomaly lines = %q, want one with throttled=false and varying=cb", lines)
+	}
+}
+
+// TestMissRateIgnoresCacheAnswers: the detector looks for a flood of distinct keys that
+// turns the cache into a pass-through (FR-MR-1). Answers the cache gives from what it holds
+// (a negative entry, a stale answer while the breaker is open) are not such misses: however
+// often one key is asked for, no anomaly is raised, and with throttling on the key is not
+// held to one fetch per window once the origin is back.
+func TestMissRateIgnoresCacheAnswers(t *testing.T) {
+	const requests = 600 // over missRate.minMisses (500) within one window
+	tests := []struct {
+		desc  string
+		setup func(t *testing.T, h *Handler, o *protectOrigin)
+		url   string
+		cache string
+	}{
+		{desc: "a retry storm answered by the negative cache", url: "http://example.com/s/503/storm",
+			setup: func(t *testing.T, h *Handler, o *protectOrigin) {}, cache: "detail=negative"},
+		{desc: "a busy stale key while the breaker is open", url: "http://example.com/c/busy",
+			setup: func(t *testing.T, h *Handler, o *protectOrigin) {
+				do(t, h, http.MethodGet, "http://example.com/c/busy")
+				tripBreaker(t, h, o)
+			}, cache: "detail=circuit-open"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			clock := newFakeClock()
+			logs := &logLines{}
+			s := protectSettings(clock, logs)
+			s.MissRate = missrate.Settings{Throttle: true}
+			o := newProtectOrigin()
+			h := newTestHandler(t, s, o)
+			tc.setup(t, h, o)
+			clock.Add(1500 * time.Millisecond)
+			for i := 0; i < requests; i++ {
+				if i%100 == 0 && i > 0 {
+					// Within the negative ttl: the answers stay the cache's.
+					clock.Add(10 * time.Millisecond)
+				}
+				w := do(t, h, http.MethodGet, tc.url)
+				if i > 0 && !strings.Contains(w.Header().Get("Cache-Status"), tc.cache) {
+					t.Fatalf("request %d: Cache-Status = %q, want %s", i, w.Header().Get("Cache-Status"), tc.cache)
+				}
+			}
+			if lines := logs.with("miss_rate_anomaly"); len(lines) != 0 {
+				t.Errorf("one key answered from the cache %d times raised %d anomalies, want none: %q", requests, len(lines), lines)
+			}
+		})
+	}
+}

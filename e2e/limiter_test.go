@@ -1,0 +1,698 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The origin concurrency budget (FR-LIM-1..7) under load, through a real Traefik. Each test
+// is bounded in requests and time and prints its figures. Latency bounds are ratios between
+// runs of the same test on the same Traefik, never absolute times: the machine is shared.
+
+// limLatencyRatio is the most the p99 latency of requests the limiter must leave alone may
+// grow while a flood or slow uploads press on another partition or pool.
+const limLatencyRatio = 1.5
+
+// TestLimiterMassExpiry: 10,000 keys stored within seconds expire together and are all
+// requested again by 200 concurrent clients. Every key is fetched again exactly once, the
+// origin never sees more than limiter.maxConcurrent fetches at once, and no client is
+// refused: the queue is sized so that the burst waits rather than being shed (FR-LIM-1,
+// FR-LIM-2).
+func TestLimiterMassExpiry(t *testing.T) {
+	const (
+		keys    = 10000
+		clients = 200
+		slots   = 32
+		maxAge  = 3
+		// refetchDelay slows the origin for the refetch, so that 200 clients can keep more
+		// than 32 fetches wanted at once and the limiter, not Traefik, is what bounds them.
+		refetchDelay = 20 * time.Millisecond
+	)
+	o := newOrigin(t)
+	var slow int32
+	origin := func(w http.ResponseWriter, r *http.Request) {
+		if atomic.LoadInt32(&slow) == 1 {
+			time.Sleep(refetchDelay)
+		}
+		w.Header().Set("Cache-Control", "max-age="+strconv.Itoa(maxAge))
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, r.URL.Path)
+	}
+	paths := make([]string, keys)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/mx/%d", i)
+		o.Handle(paths[i], origin)
+	}
+	conf := specConfig()
+	// maxQueue holds every client; maxQueueWait outlasts the whole refetch, so nothing is shed.
+	conf["limiter"] = map[string]interface{}{
+		"maxConcurrent": strconv.Itoa(slots), "maxPerPartition": strconv.Itoa(slots),
+		"maxQueue": "10000", "maxQueueWait": "30s",
+	}
+	tr := startTraefik(t, o, cachedRoute("mx", "/mx/", "weir-mx", conf))
+	limLogPanics(t, tr)
+
+	o.ResetMaxInFlight()
+	store := limBurst(t, tr, paths, clients, 90*time.Second, func(r limReply) string {
+		return limWantStatus(r, "uri-miss")
+	})
+	storePeak := o.MaxInFlight()
+	t.Logf("store: %s; origin peak in flight %d", store, storePeak)
+	store.mustBeClean(t, "store")
+
+	// Every entry is stale maxAge seconds after it was stored at the latest (the Date field
+	// counts whole seconds, which can only make the age larger).
+	time.Sleep(time.Until(store.end().Add(maxAge*time.Second + 500*time.Millisecond)))
+
+	atomic.StoreInt32(&slow, 1)
+	o.ResetMaxInFlight()
+	// An entry with neither validators nor stale-* directives is not kept past its freshness,
+	// so the refetch reads as a miss.
+	refetch := limBurst(t, tr, paths, clients, 120*time.Second, func(r limReply) string {
+		return limWantStatus(r, "uri-miss")
+	})
+	peak := o.MaxInFlight()
+	t.Logf("refetch after mass expiry: %s; origin peak in flight %d (limit %d); floor %v",
+		refetch, peak, slots, time.Duration(keys/slots)*refetchDelay)
+	refetch.mustBeClean(t, "refetch")
+
+	if storePeak > slots || peak > slots {
+		t.Errorf("origin peak in flight: %d while storing, %d while refetching; want at most maxConcurrent %d", storePeak, peak, slots)
+	}
+	if peak < slots {
+		// 200 clients against a 20ms origin want ~200 fetches at once: a peak under the
+		// limit means the bound was never tested.
+		t.Errorf("origin peak in flight while refetching = %d, want the limit %d reached: the load did not press on the limiter", peak, slots)
+	}
+	wrong := 0
+	for _, p := range paths {
+		if n := o.Count(p); n != 2 {
+			if wrong < 5 {
+				t.Errorf("origin requests for %s = %d, want 2 (stored once, refetched once)", p, n)
+			}
+			wrong++
+		}
+	}
+	if wrong > 0 {
+		t.Errorf("%d of %d keys were not fetched exactly twice", wrong, keys)
+	}
+}
+
+// TestLimiterFairness: a flood of distinct queries on one slow path holds at most
+// limiter.maxPerPartition origin slots and has its excess shed, while cacheable misses on
+// other paths keep their p99 latency within limLatencyRatio of a run without the flood
+// (FR-LIM-3). A control run with the partition cap raised to the whole pool shows that the
+// measurement would see the flood if the cap did not hold it.
+func TestLimiterFairness(t *testing.T) {
+	const (
+		slots        = 32
+		perPartition = 16
+		floodClients = 64
+		samples      = 300
+		// otherWorkers send the other paths' requests, each one after the other: the
+		// measurement is of waiting for a slot, not of Traefik's own concurrency.
+		otherWorkers = 2
+		searchDelay  = 100 * time.Millisecond
+		otherDelay   = 20 * time.Millisecond
+	)
+	o := newOrigin(t)
+	var searchInFlight, searchPeak int64
+	o.Handle("/fair/search", func(w http.ResponseWriter, r *http.Request) {
+		limPeak(&searchPeak, atomic.AddInt64(&searchInFlight, 1))
+		time.Sleep(searchDelay)
+		atomic.AddInt64(&searchInFlight, -1)
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, "results for "+r.URL.Query().Get("q"))
+	})
+	const otherPaths = 4 * samples
+	for i := 0; i < otherPaths; i++ {
+		o.Handle(fmt.Sprintf("/fair/other/%d", i), func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(otherDelay)
+			w.Header().Set("Cache-Control", "max-age=60")
+			io.WriteString(w, r.URL.Path)
+		})
+	}
+	limiter := func(perPartition int) map[string]interface{} {
+		conf := specConfig()
+		// The flood's queued requests wait at most 200ms: with 64 clients against 16 slots of
+		// a 100ms origin, the excess is shed with queue-wait.
+		conf["limiter"] = map[string]interface{}{
+			"maxConcurrent": strconv.Itoa(slots), "maxPerPartition": strconv.Itoa(perPartition),
+			"maxQueueWait": "200ms",
+		}
+		return conf
+	}
+	tr := startTraefik(t, o, cachedRoute("fair", "/fair/", "weir-fair", limiter(perPartition)))
+	limLogPanics(t, tr)
+
+	next := 0
+	others := func() []string {
+		p := make([]string, samples)
+		for i := range p {
+			p[i] = fmt.Sprintf("/fair/other/%d", next)
+			next++
+		}
+		return p
+	}
+	check := func(r limReply) string { return limWantStatus(r, "uri-miss") }
+	// A first round warms Traefik and the connections; it is not measured.
+	limBurst(t, tr, others()[:50], otherWorkers, 30*time.Second, check)
+
+	base := limBurst(t, tr, others(), otherWorkers, 60*time.Second, check)
+	t.Logf("other paths without the flood: %s", base)
+	base.mustBeClean(t, "other paths without the flood")
+
+	flood := limStartFlood(t, tr, "/fair/search?q=", floodClients)
+	if !waitFor(5*time.Second, func() bool { return atomic.LoadInt64(&searchInFlight) >= perPartition }) {
+		t.Fatalf("the flood never held %d slots at the origin (in flight %d)", perPartition, atomic.LoadInt64(&searchInFlight))
+	}
+	during := limBurst(t, tr, others(), otherWorkers, 60*time.Second, check)
+	fs := flood.stop(t)
+	t.Logf("other paths during the flood: %s", during)
+	t.Logf("flood: %s; origin /fair/search peak in flight %d (cap %d)", fs, atomic.LoadInt64(&searchPeak), perPartition)
+	during.mustBeClean(t, "other paths during the flood")
+
+	if p := atomic.LoadInt64(&searchPeak); p > perPartition {
+		t.Errorf("origin saw %d /fair/search fetches at once, want at most maxPerPartition %d", p, perPartition)
+	}
+	if fs.errors > 0 {
+		t.Errorf("flood: %d answers neither 200 nor a shed 503 with Retry-After; first: %s", fs.errors, fs.firstError)
+	}
+	if fs.shed() == 0 {
+		t.Errorf("flood: nothing was shed (%s), want its excess refused with 503", fs)
+	}
+	ratio := float64(during.p99) / float64(base.p99)
+	t.Logf("p99 of other paths: %v without the flood, %v with it: ratio %.2f (bound %.1f)", base.p99, during.p99, ratio, limLatencyRatio)
+	if ratio > limLatencyRatio {
+		t.Errorf("p99 of other paths grew from %v to %v under the flood (ratio %.2f), want at most %.1fx",
+			base.p99, during.p99, ratio, limLatencyRatio)
+	}
+
+	// Control: the partition cap raised to the pool's size lets the flood take every slot.
+	// The other paths must then be seen to wait, or this test could not tell a cap that works
+	// from one that does not.
+	apply(t, tr, cachedRoute("fair", "/fair/", "weir-fair", limiter(slots)))
+	flood = limStartFlood(t, tr, "/fair/search?q=", floodClients)
+	if !waitFor(5*time.Second, func() bool { return atomic.LoadInt64(&searchInFlight) >= slots }) {
+		t.Fatalf("control: the flood never held %d slots (in flight %d)", slots, atomic.LoadInt64(&searchInFlight))
+	}
+	control := limBurst(t, tr, others(), otherWorkers, 60*time.Second, nil)
+	cs := flood.stop(t)
+	t.Logf("control, no partition cap: other paths %s; flood %s", control, cs)
+	if float64(control.p99) <= limLatencyRatio*float64(base.p99) {
+		t.Errorf("control: without the partition cap the other paths' p99 is %v against %v without the flood: "+
+			"the measurement cannot see a flood that takes every slot", control.p99, base.p99)
+	}
+}
+
+// TestLimiterSlowUploads: slow uploads fill limiter.maxUpload slots of their own pool while
+// GETs keep flowing with their p99 within limLatencyRatio of a run without uploads; the
+// origin never has more than maxUpload uploads at once, and uploads beyond the pool and its
+// queue are shed with 503 queue-full or queue-wait (FR-LIM-7, FR-LIM-2, FR-LIM-5). The GET
+// pool is as small as the upload pool, so an upload that drew from it would starve the GETs.
+func TestLimiterSlowUploads(t *testing.T) {
+	const (
+		uploadSlots = 4
+		queue       = 8
+		uploaders   = uploadSlots + queue + 4
+		chunks      = 50
+		chunk       = 16
+		chunkEvery  = 100 * time.Millisecond // a body takes 5s to arrive
+		samples     = 200
+		getWorkers  = 2
+		getDelay    = 10 * time.Millisecond
+	)
+	o := newOrigin(t)
+	var postInFlight, postPeak int64
+	o.Handle("/up/load", func(w http.ResponseWriter, r *http.Request) {
+		limPeak(&postPeak, atomic.AddInt64(&postInFlight, 1))
+		n, err := io.Copy(io.Discard, r.Body)
+		atomic.AddInt64(&postInFlight, -1)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		io.WriteString(w, "got "+strconv.FormatInt(n, 10))
+	})
+	o.Handle("/up/get", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(getDelay)
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, "fresh")
+	})
+	conf := specConfig()
+	conf["limiter"] = map[string]interface{}{
+		"maxConcurrent": strconv.Itoa(uploadSlots), "maxUpload": strconv.Itoa(uploadSlots),
+		"maxQueue": strconv.Itoa(queue), "maxQueueWait": "1s",
+	}
+	tr := startTraefik(t, o, cachedRoute("up", "/up/", "weir-up", conf))
+	limLogPanics(t, tr)
+
+	gets := make([]string, samples)
+	for i := range gets {
+		gets[i] = "/up/get"
+	}
+	checkGet := func(r limReply) string {
+		if r.status != http.StatusOK || r.body != "fresh" {
+			return fmt.Sprintf("status %d body %q Cache-Status %q", r.status, short(r.body), r.cs)
+		}
+		return ""
+	}
+	limBurst(t, tr, gets[:50], getWorkers, 30*time.Second, checkGet)
+	base := limBurst(t, tr, gets, getWorkers, 60*time.Second, checkGet)
+	t.Logf("GETs without uploads: %s", base)
+	base.mustBeClean(t, "GETs without uploads")
+
+	type upload struct {
+		status int
+		detail string
+		retry  string
+		took   time.Duration
+		err    error
+	}
+	results := make(chan upload, uploaders)
+	stop := make(chan struct{})
+	began := time.Now()
+	for i := 0; i < uploaders; i++ {
+		go func() {
+			start := time.Now()
+			resp, err := limSlowPost(tr, "/up/load", chunks, chunk, chunkEvery, stop)
+			if err != nil {
+				results <- upload{err: err, took: time.Since(start)}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			cs := parseCacheStatus(resp.Header.Values("Cache-Status"))
+			u := upload{status: resp.StatusCode, detail: cs.params["detail"], retry: resp.Header.Get("Retry-After"), took: time.Since(start)}
+			if u.status == http.StatusOK && string(b) != "got "+strconv.Itoa(chunks*chunk) {
+				u.err = fmt.Errorf("origin answered %q", short(string(b)))
+			}
+			results <- u
+		}()
+	}
+	defer close(stop)
+	if !waitFor(5*time.Second, func() bool { return atomic.LoadInt64(&postInFlight) >= uploadSlots }) {
+		t.Fatalf("uploads never held the %d upload slots at the origin (in flight %d)", uploadSlots, atomic.LoadInt64(&postInFlight))
+	}
+	during := limBurst(t, tr, gets, getWorkers, 60*time.Second, checkGet)
+	stillUploading := atomic.LoadInt64(&postInFlight)
+	t.Logf("GETs during slow uploads: %s (uploads in flight at the end: %d)", during, stillUploading)
+	during.mustBeClean(t, "GETs during slow uploads")
+	if stillUploading < uploadSlots {
+		t.Errorf("only %d uploads were still in flight when the GETs ended: the measurement did not overlap them", stillUploading)
+	}
+
+	var ok, queueFull, queueWait int
+	timeout := time.After(30 * time.Second)
+	for i := 0; i < uploaders; i++ {
+		select {
+		case u := <-results:
+			switch {
+			case u.err != nil:
+				t.Errorf("upload after %v: %v", u.took.Round(time.Millisecond), u.err)
+			case u.status == http.StatusOK:
+				ok++
+			case u.status == http.StatusServiceUnavailable && u.retry == "1" && u.detail == "queue-full":
+				queueFull++
+			case u.status == http.StatusServiceUnavailable && u.retry == "1" && u.detail == "queue-wait":
+				queueWait++
+				if u.took < 900*time.Millisecond {
+					t.Errorf("upload shed with queue-wait after %v, want after maxQueueWait 1s", u.took)
+				}
+			default:
+				t.Errorf("upload: status %d, Retry-After %q, detail %q; want 200 or 503 queue-full/queue-wait with Retry-After 1", u.status, u.retry, u.detail)
+			}
+		case <-timeout:
+			t.Fatalf("uploads hang: %d of %d ended within 30s", i, uploaders)
+		}
+	}
+	t.Logf("%d uploads over %v: %d completed, %d shed queue-full, %d shed queue-wait; origin peak uploads in flight %d (maxUpload %d)",
+		uploaders, time.Since(began).Round(time.Millisecond), ok, queueFull, queueWait, atomic.LoadInt64(&postPeak), uploadSlots)
+	if p := atomic.LoadInt64(&postPeak); p > uploadSlots {
+		t.Errorf("origin saw %d uploads at once, want at most maxUpload %d", p, uploadSlots)
+	}
+	if ok != uploadSlots || queueWait != queue || queueFull != uploaders-uploadSlots-queue {
+		t.Errorf("uploads: %d completed, %d queue-wait, %d queue-full; want %d, %d, %d (slots, queue, the rest)",
+			ok, queueWait, queueFull, uploadSlots, queue, uploaders-uploadSlots-queue)
+	}
+	ratio := float64(during.p99) / float64(base.p99)
+	t.Logf("GET p99: %v without uploads, %v during them: ratio %.2f (bound %.1f)", base.p99, during.p99, ratio, limLatencyRatio)
+	if ratio > limLatencyRatio {
+		t.Errorf("GET p99 grew from %v to %v during slow uploads (ratio %.2f), want at most %.1fx", base.p99, during.p99, ratio, limLatencyRatio)
+	}
+}
+
+// limReply is one answer seen by limBurst.
+type limReply struct {
+	path   string
+	status int
+	cs     cacheStatus
+	retry  string
+	header http.Header
+	body   string
+	took   time.Duration
+}
+
+// limWantStatus checks an answer of the cacheable test origins, which answer with the path:
+// 200, the path as body, and a stored miss forwarded for reason fwd.
+func limWantStatus(r limReply, fwd string) string {
+	if r.status != http.StatusOK || r.body != r.path || r.cs.fwd() != fwd || !r.cs.has("stored") {
+		return fmt.Sprintf("%s: status %d, body %q, Cache-Status %q, header %v; want 200, the path, fwd=%s; stored", r.path, r.status, short(r.body), r.cs, r.header, fwd)
+	}
+	return ""
+}
+
+// limStats sums up a burst of requests.
+type limStats struct {
+	requests   int
+	errors     int
+	firstError string
+	began      time.Time
+	elapsed    time.Duration
+	p50, p99   time.Duration
+	max        time.Duration
+	statuses   map[string]int
+}
+
+func (s limStats) String() string {
+	keys := make([]string, 0, len(s.statuses))
+	for k := range s.statuses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%q×%d", k, s.statuses[k]))
+	}
+	return fmt.Sprintf("%d requests in %v (%.0f/s), %d errors, latency p50 %v p99 %v max %v; %s",
+		s.requests, s.elapsed.Round(time.Millisecond), float64(s.requests)/s.elapsed.Seconds(), s.errors,
+		s.p50.Round(10*time.Microsecond), s.p99.Round(10*time.Microsecond), s.max.Round(10*time.Microsecond), strings.Join(parts, ", "))
+}
+
+func (s limStats) mustBeClean(t *testing.T, what string) {
+	t.Helper()
+	if s.errors > 0 {
+		t.Fatalf("%s: %d of %d answers wrong; first: %s", what, s.errors, s.requests, s.firstError)
+	}
+}
+
+// end is when the burst's last answer came.
+func (s limStats) end() time.Time { return s.began.Add(s.elapsed) }
+
+// limBurst requests every path once with GET, from clients concurrent workers each sending
+// its next request when its answer is read, and stops at the bound. check returns "" for a
+// right answer, otherwise what is wrong; nil accepts any answer.
+func limBurst(t *testing.T, tr *Traefik, paths []string, clients int, bound time.Duration, check func(limReply) string) limStats {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	var next int64 = -1
+	took := make([]time.Duration, len(paths))
+	var mu sync.Mutex // guards the fields of st filled by workers
+	st := limStats{statuses: map[string]int{}}
+	var wg sync.WaitGroup
+	began := time.Now()
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(atomic.AddInt64(&next, 1))
+				if i >= len(paths) {
+					return
+				}
+				r, err := limGet(ctx, tr, paths[i])
+				took[i] = r.took
+				problem := ""
+				switch {
+				case err != nil:
+					problem = fmt.Sprintf("%s: %v", paths[i], err)
+				case check != nil:
+					problem = check(r)
+				}
+				mu.Lock()
+				st.statuses[limStatusKey(r)]++
+				if problem != "" {
+					st.errors++
+					if st.firstError == "" {
+						st.firstError = problem
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	st.began = began
+	st.elapsed = time.Since(began)
+	n := int(atomic.LoadInt64(&next))
+	if n > len(paths) {
+		n = len(paths)
+	}
+	if n < len(paths) {
+		t.Fatalf("burst of %d requests: only %d answered within %v", len(paths), n, bound)
+	}
+	st.requests = n
+	sorted := append([]time.Duration(nil), took[:n]...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	st.p50 = limPercentile(sorted, 50)
+	st.p99 = limPercentile(sorted, 99)
+	st.max = sorted[len(sorted)-1]
+	return st
+}
+
+// limStatusKey names an answer's outcome for the tallies: the status and Weir's
+// Cache-Status without its ttl.
+func limStatusKey(r limReply) string {
+	if r.status == 0 {
+		return "transport error"
+	}
+	key := strconv.Itoa(r.status)
+	if r.cs.hit() {
+		key += " hit"
+	}
+	if f := r.cs.fwd(); f != "" {
+		key += " fwd=" + f
+	}
+	if d := r.cs.params["detail"]; d != "" {
+		key += " detail=" + d
+	}
+	return key
+}
+
+// limPercentile is the p-th percentile of sorted latencies (nearest rank).
+func limPercentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	if i < 1 {
+		i = 1
+	}
+	return sorted[i-1]
+}
+
+// limGet sends one GET and reads its answer whole.
+func limGet(ctx context.Context, tr *Traefik, path string) (limReply, error) {
+	r := limReply{path: path}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
+	if err != nil {
+		return r, err
+	}
+	began := time.Now()
+	resp, err := tr.Client().Do(req)
+	if err != nil {
+		r.took = time.Since(began)
+		return r, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r.took = time.Since(began)
+	r.status = resp.StatusCode
+	r.cs = parseCacheStatus(resp.Header.Values("Cache-Status"))
+	r.retry = resp.Header.Get("Retry-After")
+	r.header = resp.Header
+	r.body = string(b)
+	return r, err
+}
+
+// limPeak raises *peak to n if n is larger.
+func limPeak(peak *int64, n int64) {
+	for {
+		p := atomic.LoadInt64(peak)
+		if n <= p || atomic.CompareAndSwapInt64(peak, p, n) {
+			return
+		}
+	}
+}
+
+// limFlood is a flood of distinct queries on one path by a fixed number of clients, each
+// sending its next request when its answer is read.
+type limFlood struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// mu guards st.
+	mu sync.Mutex
+	st limFloodStats
+}
+
+// limFloodStats counts a flood's answers.
+type limFloodStats struct {
+	ok, queueFull, partitionFull, queueWait, errors int
+	firstError                                      string
+}
+
+func (s limFloodStats) shed() int { return s.queueFull + s.partitionFull + s.queueWait }
+
+func (s limFloodStats) String() string {
+	return fmt.Sprintf("%d answered 200, shed %d (queue-full %d, partition-queue-full %d, queue-wait %d), %d other",
+		s.ok, s.shed(), s.queueFull, s.partitionFull, s.queueWait, s.errors)
+}
+
+var limFloodSeq int64
+
+// limStartFlood starts clients sending GET prefix+N with N never repeated.
+func limStartFlood(t *testing.T, tr *Traefik, prefix string, clients int) *limFlood {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &limFlood{cancel: cancel, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				path := prefix + strconv.FormatInt(atomic.AddInt64(&limFloodSeq, 1), 10)
+				r, err := limGet(ctx, tr, path)
+				if ctx.Err() != nil {
+					return
+				}
+				f.count(r, err)
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(f.done)
+	}()
+	t.Cleanup(func() { f.cancel() })
+	return f
+}
+
+func (f *limFlood) count(r limReply, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	shed := r.status == http.StatusServiceUnavailable && r.retry != ""
+	switch {
+	case err == nil && r.status == http.StatusOK:
+		f.st.ok++
+	case err == nil && shed && r.cs.params["detail"] == "queue-full":
+		f.st.queueFull++
+	case err == nil && shed && r.cs.params["detail"] == "partition-queue-full":
+		f.st.partitionFull++
+	case err == nil && shed && r.cs.params["detail"] == "queue-wait":
+		f.st.queueWait++
+	default:
+		f.st.errors++
+		if f.st.firstError == "" {
+			f.st.firstError = fmt.Sprintf("%s: status %d, Retry-After %q, Cache-Status %q, err %v", r.path, r.status, r.retry, r.cs, err)
+		}
+	}
+}
+
+// stop ends the flood and returns its tallies.
+func (f *limFlood) stop(t *testing.T) limFloodStats {
+	t.Helper()
+	f.cancel()
+	select {
+	case <-f.done:
+	case <-time.After(35 * time.Second):
+		t.Fatal("flood clients hang after being stopped")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st
+}
+
+// limSlowPost POSTs a body of chunks×size bytes, one chunk every pause, with its length
+// declared up front. It gives up writing once stop is closed or the answer has come.
+func limSlowPost(tr *Traefik, path string, chunks, size int, pause time.Duration, stop <-chan struct{}) (*http.Response, error) {
+	body := &limSlowBody{left: chunks, chunk: []byte(strings.Repeat("u", size)), pause: pause, stop: stop, answered: make(chan struct{})}
+	req, err := http.NewRequest(http.MethodPost, tr.URL(path), body)
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength = int64(chunks * size)
+	resp, err := tr.Client().Do(req)
+	close(body.answered)
+	return resp, err
+}
+
+// errLimStopped ends a slow body whose request was answered or abandoned.
+var errLimStopped = errors.New("slow body stopped")
+
+// limSlowBody is a request body that arrives a chunk at a time.
+type limSlowBody struct {
+	left     int
+	chunk    []byte
+	pause    time.Duration
+	started  bool
+	stop     <-chan struct{}
+	answered chan struct{}
+}
+
+func (b *limSlowBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	if b.started {
+		select {
+		case <-time.After(b.pause):
+		case <-b.stop:
+			return 0, errLimStopped
+		case <-b.answered:
+			return 0, errLimStopped
+		}
+	}
+	b.started = true
+	b.left--
+	return copy(p, b.chunk), nil
+}
+
+// limLogPanics prints, when the test fails, the panics Traefik recovered from while serving
+// (its recovery middleware answers them with a bare 500 and logs them), which a log tail
+// buried under stack frames would not show.
+func limLogPanics(t *testing.T, tr *Traefik) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		data, err := os.ReadFile(tr.LogPath)
+		if err != nil {
+			t.Logf("traefik log: %v", err)
+			return
+		}
+		shown := 0
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "panic") && !strings.HasPrefix(line, "\t") && shown < 10 {
+				t.Logf("traefik log: %s", line)
+				shown++
+			}
+		}
+	})
+}

@@ -1,0 +1,669 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The shared store end to end (FR-STF-1, FR-STF-2): Weir instances in separate Traefik
+// processes share one redis-server, answers stored through one are hits on the other, purges
+// and invalidations reach every instance, and a store that dies, crawls or fails half its
+// calls costs clients nothing but cache hits.
+
+// sharedHost is the Host every request carries: the cache key holds the host, and instances
+// behind one load balancer see the same one, whatever port each listens on.
+const sharedHost = "weir.test"
+
+// redisKeyPrefix is store.keyPrefix in the tests' configuration.
+const redisKeyPrefix = "weir:"
+
+// Bounds of the fault loads.
+const (
+	faultClients     = 8
+	faultDuration    = 5 * time.Second
+	faultMaxRequests = 50000
+	// faultOriginDelay keeps each origin fetch in flight long enough for concurrent misses
+	// to overlap, so the in-flight peak shows whether they were coalesced.
+	faultOriginDelay = 20 * time.Millisecond
+	// recoverWithin bounds the wait for the store to be used again once it is healthy: the
+	// store breaker's open period doubles up to 30s.
+	recoverWithin = 40 * time.Second
+)
+
+// requireRedis returns the redis-server binary, skipping the test without one, or failing it
+// when WEIR_E2E=required.
+func requireRedis(t *testing.T) string {
+	t.Helper()
+	p, err := FindRedis()
+	if err != nil {
+		if os.Getenv("WEIR_E2E") == "required" {
+			t.Fatalf("%v (WEIR_E2E=required)", err)
+		}
+		t.Skipf("%v; WEIR_E2E=required turns this skip into a failure", err)
+	}
+	return p
+}
+
+// startRedis starts a redis-server for the test on port (0: a free one), killed when the
+// test ends, its log printed if the test failed.
+func startRedis(t *testing.T, port int) *Redis {
+	t.Helper()
+	bin := requireRedis(t)
+	r, err := StartRedis(RedisOptions{Binary: bin, Dir: t.TempDir(), Port: port})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("redis log on failure:\n%s", r.LogTail(30))
+		}
+		if err := r.Close(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return r
+}
+
+// newFaultProxy starts a fault proxy in front of target, closed when the test ends.
+func newFaultProxy(t *testing.T, target string) *FaultProxy {
+	t.Helper()
+	p, err := NewFaultProxy(target)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// redisConfig is the middleware configuration of an operator sharing a store.
+func redisConfig(url string) map[string]interface{} {
+	return map[string]interface{}{
+		"store":    map[string]interface{}{"url": url, "keyPrefix": redisKeyPrefix},
+		"timeouts": map[string]interface{}{"store": "50ms"},
+		"cache":    map[string]interface{}{"allowPurge": "true"},
+	}
+}
+
+// startPair starts two Traefik processes with the same configuration, each in its own
+// directory on its own ports, side by side.
+func startPair(t *testing.T, o *Origin, d Dynamic) (a, b *Traefik) {
+	t.Helper()
+	binary, root := requireTraefik(t)
+	var trs [2]*Traefik
+	var errs [2]error
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i := range trs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			trs[i], errs[i] = Start(Options{Binary: binary, Root: root, Dir: dirs[i]}, o.URL, d)
+		}(i)
+	}
+	wg.Wait()
+	for i, tr := range trs {
+		if tr == nil {
+			continue
+		}
+		tr, name := tr, string(rune('A'+i))
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("traefik %s log on failure:\n%s", name, tr.LogTail(60))
+			}
+			if err := tr.Stop(); err != nil {
+				t.Errorf("traefik %s: %v", name, err)
+			}
+		})
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("traefik %c: %v", 'A'+i, err)
+		}
+	}
+	t.Logf("traefik A and B ready in %v", time.Since(began).Round(time.Millisecond))
+	return trs[0], trs[1]
+}
+
+// call makes one request through tr with the shared Host; it is safe on any goroutine.
+func call(tr *Traefik, method, path string) (reply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, tr.URL(path), nil)
+	if err != nil {
+		return reply{}, err
+	}
+	req.Host = sharedHost
+	began := time.Now()
+	resp, err := tr.Client().Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return reply{}, fmt.Errorf("read body: %w", err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(body), took: time.Since(began)}, nil
+}
+
+// callT is call for the test's goroutine, failing the test on a transport error.
+func callT(t *testing.T, tr *Traefik, method, path string) reply {
+	t.Helper()
+	r, err := call(tr, method, path)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// versioned answers GETs with max-age=60 and a body that counts them (v1, v2, ...), and
+// other methods with 200 "done".
+func versioned() http.HandlerFunc {
+	var gets int64
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			io.WriteString(w, "done")
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=60")
+		fmt.Fprintf(w, "v%d", atomic.AddInt64(&gets, 1))
+	}
+}
+
+// TestRedisSharedStore: two Traefik processes share one Redis. An answer stored through A
+// is a hit on B; a PURGE through A, and a POST through A that the origin accepts (RFC 9111
+// §4.4), make the next GET on B a miss.
+func TestRedisSharedStore(t *testing.T) {
+	rd := startRedis(t, 0)
+	o := newOrigin(t)
+	const path = "/shared/a"
+	o.Handle(path, versioned())
+	a, b := startPair(t, o, cachedRoute("shared", "/shared", "weir-shared", redisConfig(rd.URL(0))))
+
+	first := callT(t, a, http.MethodGet, path)
+	wantReply(t, "GET on A", first, http.StatusOK, "v1")
+	wantMiss(t, "GET on A", first, "uri-miss", true)
+	onB := callT(t, b, http.MethodGet, path)
+	wantReply(t, "GET on B after A stored", onB, http.StatusOK, "v1")
+	wantHit(t, "GET on B after A stored", onB)
+	wantCount(t, o, path, 1)
+	keys, err := rd.Do("KEYS", redisKeyPrefix+"*")
+	if err != nil {
+		t.Fatalf("redis KEYS: %v", err)
+	}
+	if want := redisKeyPrefix + "http://" + sharedHost + path; !strings.Contains(keys, want) {
+		t.Errorf("redis keys = %q, want %q among them", keys, want)
+	}
+	t.Logf("A: %q; B: %q; redis keys: %q", first.cacheStatus(), onB.cacheStatus(), keys)
+
+	purge := callT(t, a, "PURGE", path)
+	wantReply(t, "PURGE on A", purge, http.StatusOK, "purged\n")
+	if n := o.CountMethod("PURGE", path); n != 0 {
+		t.Errorf("PURGE reached the origin %d times, want 0 (cache.allowPurge)", n)
+	}
+	afterPurge := callT(t, b, http.MethodGet, path)
+	wantReply(t, "GET on B after PURGE on A", afterPurge, http.StatusOK, "v2")
+	wantMiss(t, "GET on B after PURGE on A", afterPurge, "uri-miss", true)
+	wantCount(t, o, path, 2)
+	wantHit(t, "GET on A after B stored again", callT(t, a, http.MethodGet, path))
+
+	post := callT(t, a, http.MethodPost, path)
+	wantReply(t, "POST on A", post, http.StatusOK, "done")
+	afterPost := callT(t, b, http.MethodGet, path)
+	wantReply(t, "GET on B after POST on A", afterPost, http.StatusOK, "v3")
+	wantMiss(t, "GET on B after POST on A", afterPost, "uri-miss", true)
+	if got := o.CountMethod(http.MethodGet, path); got != 3 {
+		t.Errorf("origin GETs for %s = %d, want 3", path, got)
+	}
+	t.Logf("PURGE: %q; GET on B after it: %q; GET on B after POST: %q; origin GETs %d, POSTs %d",
+		purge.cacheStatus(), afterPurge.cacheStatus(), afterPost.cacheStatus(),
+		o.CountMethod(http.MethodGet, path), o.CountMethod(http.MethodPost, path))
+}
+
+// loadFigures is what a fault load measured.
+type loadFigures struct {
+	requests, errors, hits int64
+	elapsed                time.Duration
+	firstErrors            []string
+	// perSecond counts answers and hits in each second of the load.
+	perSecond [faultSeconds]struct{ requests, hits int64 }
+}
+
+// faultSeconds is how many one-second buckets a load's timeline has.
+const faultSeconds = int(faultDuration/time.Second) + 1
+
+// timeline is the load's hit ratio second by second, as "s0 95% s1 40% ...".
+func (f *loadFigures) timeline() string {
+	var parts []string
+	for i := range f.perSecond {
+		b := &f.perSecond[i]
+		if b.requests == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%ds: %d/%d hits", i, b.hits, b.requests))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// faultLoad runs faultClients clients against the keys through the targets (client i on
+// target i mod len) for faultDuration or faultMaxRequests, checking every answer's status
+// and body. It runs fault on the calling goroutine meanwhile and returns once both ended.
+func faultLoad(t *testing.T, targets []*Traefik, keys []string, bodies map[string]string, fault func()) loadFigures {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), faultDuration)
+	defer cancel()
+	var f loadFigures
+	var total int64
+	// errMu guards firstErrors.
+	var errMu sync.Mutex
+	var wg sync.WaitGroup
+	began := time.Now()
+	for i := 0; i < faultClients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			tr := targets[i%len(targets)]
+			for n := i; ctx.Err() == nil && atomic.AddInt64(&total, 1) <= faultMaxRequests; n++ {
+				key := keys[n%len(keys)]
+				r, err := call(tr, http.MethodGet, key)
+				if err == nil && (r.status != http.StatusOK || r.body != bodies[key]) {
+					err = fmt.Errorf("status %d body %q (%s)", r.status, short(r.body), r.cacheStatus())
+				}
+				if err != nil {
+					atomic.AddInt64(&f.errors, 1)
+					errMu.Lock()
+					if len(f.firstErrors) < 5 {
+						f.firstErrors = append(f.firstErrors, fmt.Sprintf("GET %s: %v", key, err))
+					}
+					errMu.Unlock()
+					continue
+				}
+				atomic.AddInt64(&f.requests, 1)
+				sec := int(time.Since(began) / time.Second)
+				if sec >= faultSeconds {
+					sec = faultSeconds - 1
+				}
+				atomic.AddInt64(&f.perSecond[sec].requests, 1)
+				if r.cacheStatus().hit() {
+					atomic.AddInt64(&f.hits, 1)
+					atomic.AddInt64(&f.perSecond[sec].hits, 1)
+				}
+			}
+		}(i)
+	}
+	if fault != nil {
+		fault()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(faultDuration + 30*time.Second):
+		t.Fatalf("fault load hangs: clients still busy %v after it should have ended", faultDuration+30*time.Second)
+	}
+	f.elapsed = time.Since(began)
+	return f
+}
+
+// sleepUntil sleeps until d after began.
+func sleepUntil(began time.Time, d time.Duration) {
+	time.Sleep(time.Until(began.Add(d)))
+}
+
+// waitShared waits until the store is used again by both instances: an answer stored
+// through a is a hit on b. Each try uses a fresh key (the query is part of it), so neither
+// instance can answer from an earlier try. It returns how long that took and how many tries.
+func waitShared(t *testing.T, a, b *Traefik, path string) (time.Duration, int) {
+	t.Helper()
+	began := time.Now()
+	for try := 1; ; try++ {
+		key := fmt.Sprintf("%s?recover=%d", path, try)
+		ra := callT(t, a, http.MethodGet, key)
+		rb := callT(t, b, http.MethodGet, key)
+		if ra.status != http.StatusOK || rb.status != http.StatusOK {
+			t.Fatalf("GET %s while waiting for the store: status %d on A, %d on B, want 200", key, ra.status, rb.status)
+		}
+		if ra.cacheStatus().has("stored") && rb.cacheStatus().hit() {
+			return time.Since(began), try
+		}
+		if time.Since(began) > recoverWithin {
+			t.Fatalf("the store is not used again %v after it recovered (%d tries; last: A %q, B %q)",
+				recoverWithin, try, ra.cacheStatus(), rb.cacheStatus())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestRedisFaults: a load through two Traefik processes sharing a Redis that is killed and
+// restarted, that answers every call too late, or that fails half its calls. No client
+// sees an error; concurrent misses stay coalesced (at most one origin fetch per key per
+// instance); once the store is healthy, answers are shared through it again without a
+// restart.
+func TestRedisFaults(t *testing.T) {
+	tests := []struct {
+		desc string
+		// viaProxy puts the fault proxy between Traefik and Redis.
+		viaProxy bool
+		fault    func(t *testing.T, began time.Time, rd *Redis, p *FaultProxy)
+	}{
+		{
+			desc: "redis killed and restarted",
+			fault: func(t *testing.T, began time.Time, rd *Redis, p *FaultProxy) {
+				sleepUntil(began, time.Second)
+				if err := rd.Kill(); err != nil {
+					t.Errorf("kill redis: %v", err)
+				}
+				t.Logf("redis killed at %v", time.Since(began).Round(time.Millisecond))
+				sleepUntil(began, 2500*time.Millisecond)
+				if err := rd.Restart(); err != nil {
+					t.Errorf("restart redis: %v", err)
+				}
+				t.Logf("redis answering again at %v", time.Since(began).Round(time.Millisecond))
+			},
+		},
+		{
+			desc:     "every store call delayed past timeouts.store",
+			viaProxy: true,
+			fault: func(t *testing.T, began time.Time, rd *Redis, p *FaultProxy) {
+				sleepUntil(began, time.Second)
+				p.SetMode(FaultDelay, 200*time.Millisecond)
+				t.Logf("store calls delayed 200ms from %v to the end of the load", time.Since(began).Round(time.Millisecond))
+			},
+		},
+		{
+			desc:     "half the store calls fail",
+			viaProxy: true,
+			fault: func(t *testing.T, began time.Time, rd *Redis, p *FaultProxy) {
+				sleepUntil(began, time.Second)
+				p.SetMode(FaultFailHalf, 0)
+				t.Logf("half the store calls fail from %v to the end of the load", time.Since(began).Round(time.Millisecond))
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			rd := startRedis(t, 0)
+			url := rd.URL(0)
+			var p *FaultProxy
+			if tc.viaProxy {
+				p = newFaultProxy(t, rd.Addr)
+				url = p.URL(0)
+			}
+			o := newOrigin(t)
+			var keys []string
+			bodies := make(map[string]string)
+			for i := 0; i < 3; i++ {
+				key := fmt.Sprintf("/fault/k%d", i)
+				body := body1K(key)
+				keys = append(keys, key)
+				bodies[key] = body
+				o.Handle(key, func(w http.ResponseWriter, r *http.Request) {
+					time.Sleep(faultOriginDelay)
+					w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+					w.Header().Set("Cache-Control", "max-age=2")
+					io.WriteString(w, body)
+				})
+			}
+			o.Handle("/fault/recover", answer("max-age=60", "recovered"))
+			a, b := startPair(t, o, cachedRoute("fault", "/fault", "weir-fault", redisConfig(url)))
+
+			// Warm: the keys stored through A and hits on B before the fault.
+			for _, k := range keys {
+				callT(t, a, http.MethodGet, k)
+				wantHit(t, "GET "+k+" on B before the load", callT(t, b, http.MethodGet, k))
+			}
+			var fetchedBefore int64
+			for _, k := range keys {
+				fetchedBefore += o.Count(k)
+			}
+			o.ResetMaxInFlight()
+			began := time.Now()
+			f := faultLoad(t, []*Traefik{a, b}, keys, bodies, func() { tc.fault(t, began, rd, p) })
+			peak := o.MaxInFlight()
+			var fetched int64
+			for _, k := range keys {
+				fetched += o.Count(k)
+			}
+			fetched -= fetchedBefore
+			proxyStats := "no proxy"
+			if p != nil {
+				proxyStats = "proxy: " + p.Stats().String()
+				p.SetMode(FaultPass, 0)
+			}
+			t.Logf("load: %d clients, %v: %d requests served (%.0f/s), %d client errors, %d hits (%.0f%%), %d origin fetches, at most %d in flight; %s",
+				faultClients, f.elapsed.Round(time.Millisecond), f.requests, float64(f.requests)/f.elapsed.Seconds(), f.errors,
+				f.hits, 100*float64(f.hits)/float64(f.requests+1), fetched, peak, proxyStats)
+			t.Logf("hits second by second: %s", f.timeline())
+			if f.errors != 0 {
+				t.Errorf("%d client errors, want 0; the first: %s", f.errors, strings.Join(f.firstErrors, "; "))
+			}
+			if f.requests < faultClients {
+				t.Errorf("%d requests served in %v, want at least one per client", f.requests, f.elapsed)
+			}
+			// One flight per key per instance: the store failing must not undo coalescing.
+			if max := int64(len(keys) * 2); peak > max {
+				t.Errorf("origin fetches in flight peaked at %d, want at most %d (one per key per instance)", peak, max)
+			}
+			took, tries := waitShared(t, a, b, "/fault/recover")
+			t.Logf("store shared again %v after the load (%d tries)", took.Round(time.Millisecond), tries)
+			for i, tr := range []*Traefik{a, b} {
+				logged := strings.Count(tr.LogTail(1000), "shared store unavailable")
+				t.Logf("traefik %c logged \"shared store unavailable\" %d times", 'A'+i, logged)
+			}
+		})
+	}
+}
+
+// TestRedisUnreachableAtStart: with store.url naming a port nobody listens on, New succeeds
+// and requests are served from the origin; once a server listens there, answers are stored
+// and shared without a restart.
+func TestRedisUnreachableAtStart(t *testing.T) {
+	requireRedis(t)
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	o := newOrigin(t)
+	const path = "/down/a"
+	o.Handle(path, answer("max-age=60", "from origin"))
+	o.Handle("/down/recover", answer("max-age=60", "recovered"))
+	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+	a, b := startPair(t, o, cachedRoute("down", "/down", "weir-down", redisConfig(url)))
+
+	const n = 6
+	for i := 1; i <= n; i++ {
+		tr := a
+		if i%2 == 0 {
+			tr = b
+		}
+		r := callT(t, tr, http.MethodGet, path)
+		wantReply(t, fmt.Sprintf("GET %d with the store down", i), r, http.StatusOK, "from origin")
+		if r.cacheStatus().hit() || r.cacheStatus().has("stored") {
+			t.Errorf("GET %d with the store down: Cache-Status = %q, want a miss not stored", i, r.cacheStatus())
+		}
+		if i == 1 {
+			t.Logf("GET with the store down: %q in %v", r.cacheStatus(), r.took.Round(time.Millisecond))
+		}
+	}
+	wantCount(t, o, path, n)
+
+	startRedis(t, port)
+	took, tries := waitShared(t, a, b, "/down/recover")
+	t.Logf("redis started on %s: store shared %v later (%d tries)", url, took.Round(time.Millisecond), tries)
+}
+
+// TestRedisPurgeWhileStoreFails: a PURGE that could not reach the shared store must not be
+// reported as done. Answering 200 "purged" while every instance keeps serving the entry
+// tells the operator the purge worked when it did not; an error status lets them retry.
+func TestRedisPurgeWhileStoreFails(t *testing.T) {
+	rd := startRedis(t, 0)
+	p := newFaultProxy(t, rd.Addr)
+	o := newOrigin(t)
+	const path = "/purge/a"
+	o.Handle(path, versioned())
+	a, b := startPair(t, o, cachedRoute("purge", "/purge", "weir-purge", redisConfig(p.URL(0))))
+
+	wantMiss(t, "GET on A", callT(t, a, http.MethodGet, path), "uri-miss", true)
+	wantHit(t, "GET on B", callT(t, b, http.MethodGet, path))
+
+	p.SetMode(FaultFailAll, 0)
+	purge := callT(t, a, "PURGE", path)
+	p.SetMode(FaultPass, 0)
+	after := callT(t, b, http.MethodGet, path)
+	t.Logf("PURGE on A while the store fails every call: %d %q (%s); GET on B once it works again: %q %q; proxy: %s",
+		purge.status, strings.TrimSpace(purge.body), purge.cacheStatus(), after.body, after.cacheStatus(), p.Stats())
+	if purge.status == http.StatusOK && after.cacheStatus().hit() {
+		t.Errorf("PURGE answered 200 %q but the entry is still in the shared store: B serves it (%q); "+
+			"want an error status when the store could not delete it, or the entry gone",
+			strings.TrimSpace(purge.body), after.cacheStatus())
+	}
+}
+
+// TestRedisBenchmark measures hits served from Redis against bare Traefik, and against hits
+// from process memory, in one Traefik: three routers, 1 KiB answers, interleaved rounds,
+// medians. It runs only with WEIR_BENCH_REDIS=1 (scripts/bench-redis.sh); BENCH_DURATION,
+// BENCH_ROUNDS and BENCH_CONNECTIONS tune it.
+func TestRedisBenchmark(t *testing.T) {
+	if os.Getenv("WEIR_BENCH_REDIS") != "1" {
+		t.Skip("benchmark: set WEIR_BENCH_REDIS=1 or run scripts/bench-redis.sh")
+	}
+	duration := envDuration(t, "BENCH_DURATION", 5*time.Second)
+	rounds := envInt(t, "BENCH_ROUNDS", 3)
+	conns := envInt(t, "BENCH_CONNECTIONS", 32)
+	rd := startRedis(t, 0)
+	o := newOrigin(t)
+	body := strings.Repeat("w", 1024)
+	targets := []struct{ name, path string }{
+		{"bare", "/bare/item"},
+		{"redis", "/redis/item"},
+		{"memory", "/mem/item"},
+	}
+	for _, tg := range targets {
+		o.Handle(tg.path, answer("max-age=3600", body))
+	}
+	d := Dynamic{
+		Routes: []Route{
+			{Name: "bare", Rule: "PathPrefix(`/bare`)"},
+			{Name: "redis", Rule: "PathPrefix(`/redis`)", Middleware: "weir-redis"},
+			{Name: "mem", Rule: "PathPrefix(`/mem`)", Middleware: "weir-mem"},
+		},
+		Middlewares: map[string]map[string]interface{}{
+			"weir-redis": redisConfig(rd.URL(0)),
+			"weir-mem":   nil,
+		},
+	}
+	binary, root := requireTraefik(t)
+	tr, err := Start(Options{Binary: binary, Root: root, Dir: t.TempDir(), LogLevel: "ERROR"}, o.URL, d)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { tr.Stop() })
+
+	for _, path := range []string{"/redis/item", "/mem/item"} {
+		get(t, tr, path)
+		wantHit(t, "GET "+path+" before the runs", get(t, tr, path))
+	}
+	wrk, wrkErr := exec.LookPath("wrk")
+	run := func(path string, d time.Duration) float64 {
+		t.Helper()
+		if wrkErr != nil {
+			res := Load{URL: tr.URL(path), Connections: conns, Duration: d}.Run(context.Background())
+			if res.Failures > 0 {
+				t.Fatalf("%s: %d failures, the first: %s", path, res.Failures, res.FirstFailure)
+			}
+			return res.PerSecond()
+		}
+		rate, err := runWrk(wrk, tr.URL(path), conns, d)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return rate
+	}
+	loadgen := "wrk -t2"
+	if wrkErr != nil {
+		loadgen = "built-in Go generator (no wrk)"
+	}
+	t.Logf("load: %s, %d connections, %v per run, %d rounds, 1 KiB answers", loadgen, conns, duration, rounds)
+	for _, tg := range targets {
+		run(tg.path, time.Second)
+	}
+	rates := make(map[string][]float64)
+	for r := 1; r <= rounds; r++ {
+		line := fmt.Sprintf("round %d:", r)
+		for _, tg := range targets {
+			rate := run(tg.path, duration)
+			rates[tg.name] = append(rates[tg.name], rate)
+			line += fmt.Sprintf("  %s %.0f req/s", tg.name, rate)
+		}
+		t.Log(line)
+	}
+	bare := medianOf(rates["bare"])
+	for _, tg := range targets {
+		m := medianOf(rates[tg.name])
+		t.Logf("median %-6s %8.0f req/s  %.2fx bare", tg.name, m, m/bare)
+	}
+	if n := o.Count("/redis/item"); n != 1 {
+		t.Errorf("origin requests for /redis/item = %d, want 1: the runs did not measure hits", n)
+	}
+	dbsize, _ := rd.Do("DBSIZE")
+	t.Logf("origin requests: bare %d, redis %d, memory %d; redis DBSIZE %s",
+		o.Count("/bare/item"), o.Count("/redis/item"), o.Count("/mem/item"), dbsize)
+}
+
+var wrkRateRE = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+
+// runWrk runs wrk (2 threads) and returns its requests per second, refusing runs with
+// socket errors or other statuses than 2xx and 3xx.
+func runWrk(bin, url string, conns int, d time.Duration) (float64, error) {
+	secs := int(d.Round(time.Second) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "-t", "2", "-c", strconv.Itoa(conns), "-d", fmt.Sprintf("%ds", secs), url)
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("wrk: %w\n%s", err, out.String())
+	}
+	text := out.String()
+	if strings.Contains(text, "Non-2xx") || strings.Contains(text, "Socket errors") {
+		return 0, fmt.Errorf("wrk reported errors\n%s", text)
+	}
+	m := wrkRateRE.FindStringSubmatch(text)
+	if m == nil {
+		return 0, fmt.Errorf("wrk: no Requests/sec in its output\n%s", text)
+	}
+	return strconv.ParseFloat(m[1], 64)
+}
+
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
