@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -108,7 +109,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := h.now()
 	if ent.Pass {
 		if now.Before(ent.KeepUntil) {
-			h.pass(w, r, h.passStatus)
+			h.pass(w, r, key, h.passStatus)
 			return
 		}
 		h.serve(w, r)
@@ -137,14 +138,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // remote stores, misses.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if len(r.Header["Upgrade"]) > 0 {
-		h.pass(w, r, statusBypass+paramDetail+"upgrade")
+		h.pass(w, r, "", statusBypass+paramDetail+"upgrade")
 		return
 	}
 	key := h.keyer.key(r)
 	now := h.s.Now()
 	ent, lookupKey, varyMiss := h.lookup(r, key, now)
 	if ent != nil && ent.Pass {
-		h.pass(w, r, statusFwd+fwdURIMiss+paramDetail+"uncacheable")
+		h.pass(w, r, "", statusFwd+fwdURIMiss+paramDetail+"uncacheable")
 		return
 	}
 	if ent != nil && now.Before(ent.FreshUntil) && !requestNoCache(r) {
@@ -274,13 +275,19 @@ func staleStatus(ent *store.Entry, now time.Time, detail string) string {
 // Write) costs microseconds, on every pass-through request. The breaker's probe is the
 // exception: it is recorded, or a breaker that sees only pass-through traffic would never
 // close.
-func (h *Handler) pass(w http.ResponseWriter, r *http.Request, cacheStatus string) {
+//
+// part is r's partition when the caller has it at hand (the hit path's key of a request
+// without a query); empty, pass computes it.
+func (h *Handler) pass(w http.ResponseWriter, r *http.Request, part, cacheStatus string) {
 	b, permit := h.admit(r, h.s.Now())
 	if !permit.Allowed {
 		h.refuse(w, r, nil, cacheStatus, permit.RetryAfter)
 		return
 	}
-	release, err := h.e.limiter.Acquire(r.Context(), limitRequest(r))
+	if part == "" {
+		part = partition(r)
+	}
+	release, err := h.e.limiter.Acquire(r.Context(), limit.Request{Partition: part, Host: r.Host, Upload: hasBody(r)})
 	if err != nil {
 		b.Release(permit, h.s.Now())
 		h.shed(w, r, cacheStatus, err)

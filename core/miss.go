@@ -24,10 +24,10 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	case r.Method == http.MethodHead && stale == nil:
 		// Weir stores GET answers and serves HEAD from them; a HEAD miss is not worth a
 		// whole GET from the origin.
-		h.pass(w, r, statusFwd+fwd)
+		h.pass(w, r, "", statusFwd+fwd)
 		return
 	case len(r.Header["Range"]) > 0 && stale == nil, r.ContentLength != 0:
-		h.pass(w, r, statusBypass)
+		h.pass(w, r, "", statusBypass)
 		return
 	}
 	part := partition(r)
@@ -113,7 +113,7 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 			h.serveEntry(w, r, stale, now, staleStatus(stale, now, "coalesce-timeout"))
 			return
 		}
-		h.pass(w, r, statusFwd+fwdURIMiss+paramDetail+"coalesce-timeout")
+		h.pass(w, r, "", statusFwd+fwdURIMiss+paramDetail+"coalesce-timeout")
 		return
 	}
 	v, err := c.Result()
@@ -182,7 +182,7 @@ func (h *Handler) retry(w http.ResponseWriter, r *http.Request, key string) {
 		h.serveEntry(w, r, ent, now, statusHit+itoa(ttlSeconds(ent, now)))
 		return
 	}
-	h.pass(w, r, statusFwd+fwdURIMiss+paramDetail+"uncacheable")
+	h.pass(w, r, "", statusFwd+fwdURIMiss+paramDetail+"uncacheable")
 }
 
 // refresh revalidates stale in the background through the flight table, unless a fetch

@@ -17,7 +17,10 @@ import (
 // admit asks the breaker of r's upstream whether a fetch may reach the origin (FR-CB-5).
 // The returned breaker and permit go back with the fetch's outcome to record or release.
 func (h *Handler) admit(r *http.Request, now time.Time) (*breaker.Breaker, breaker.Permit) {
-	b := h.e.breakers.Get(breaker.ScopeKey(h.s.Breaker.Scope, r.Host), now)
+	b := h.e.breaker
+	if b == nil {
+		b = h.e.breakers.Get(breaker.ScopeKey(h.s.Breaker.Scope, r.Host), now)
+	}
 	return b, b.Allow(now)
 }
 

@@ -26,6 +26,9 @@ type engine struct {
 	limiter     *limit.Limiter
 	closer      interface{ Close() error }
 	breakers    *breaker.Group
+	// breaker is the one breaker of scope engine, found once: scope lookups cost
+	// interpreted calls on every origin fetch. Nil for the host and domain scopes.
+	breaker     *breaker.Breaker
 	breakerConf string
 	neg         *neg.Cache
 	negConf     string
@@ -97,6 +100,9 @@ func engineFor(name string, s Settings) (*engine, error) {
 		e.breakers = old.breakers
 	} else if e.breakers, err = breaker.NewGroup(s.Breaker); err != nil {
 		return nil, err
+	}
+	if s.Breaker.Scope == "" || s.Breaker.Scope == breaker.ScopeEngine {
+		e.breaker = e.breakers.Get(breaker.ScopeKey(breaker.ScopeEngine, ""), time.Time{})
 	}
 	if old.neg != nil && old.negConf == e.negConf {
 		e.neg = old.neg

@@ -43,9 +43,12 @@ const (
 //     again without asking the origin; heuristic-502/503/504-not_cached send their second
 //     request at once and require it to reach the origin. 1ns is the shortest TTL the
 //     configuration accepts (0 means the default): the entry is gone before the next request.
-//   - limiter.maxConcurrent: the client runs up to 100 tests at once, one request each in
-//     flight; 256 slots let none of them queue (64 by default, with a 2s queue wait that a
-//     slow moment of a loaded machine could turn into a 503).
+//   - limiter: the client starts up to 100 tests at once, each with a PUT of its
+//     configuration to the origin, so up to 100 requests with a body arrive together: the
+//     upload pool (limiter.maxUpload, 16) queues them and, on a loaded machine, sheds some
+//     after limiter.maxQueueWait (2s) with a 503 that fails the test's setup. The same goes
+//     for the fetch pool (limiter.maxConcurrent, 64) and the 100 requests in flight. 256
+//     slots in each pool and a 30s wait let nothing queue for long or be shed.
 //
 // The miss-rate detector only reports by default (missRate.throttle is off) and each test
 // uses a path of its own, so it is left alone.
@@ -53,7 +56,7 @@ func suiteMiddleware() map[string]interface{} {
 	return map[string]interface{}{
 		"breaker":  map[string]interface{}{"minRequests": "1000000"},
 		"negative": map[string]interface{}{"ttl": "1ns"},
-		"limiter":  map[string]interface{}{"maxConcurrent": "256"},
+		"limiter":  map[string]interface{}{"maxConcurrent": "256", "maxUpload": "256", "maxQueueWait": "30s"},
 	}
 }
 

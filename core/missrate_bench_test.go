@@ -1,0 +1,133 @@
+package core
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirproxy/weir/core/missrate"
+)
+
+// What the miss-rate detector costs the engine (FR-MR-1). It is always on: there is no setting
+// that turns it off, so its share is measured as the detector's calls alone, with the same
+// requests and detector as the engine's, against a whole request through the engine:
+//
+//	BenchmarkMissRateEngineHit / BenchmarkMissRateHitShare    a hit on the general path
+//	BenchmarkMissRateEngineMiss / BenchmarkMissRateMissShare  a miss that fetches
+//
+// The fast hit (a URL without a query, BenchmarkMissRateEngineFastHit) does not call the
+// detector. Run them compiled and under Yaegi, whose costs are what Traefik pays:
+//
+//	go test -run '^$' -bench MissRate ./core/
+//	YAEGI_TEST_FLAGS="-bench MissRate -run ^$" scripts/yaegi-test.sh core
+
+// missRatePaths is how many paths the miss benchmarks cycle through: spread over the
+// detector's 64 slots, with the clock moving 1ms a request, no slot comes near minMisses in a
+// window, which is the common miss (no anomaly, nothing judged).
+const missRatePaths = 100
+
+// benchClock is a clock a benchmark moves by hand, without a lock: a benchmark loop runs on
+// one goroutine, and a fetch reads the clock while its leader waits.
+type benchClock struct{ t time.Time }
+
+func (c *benchClock) now() time.Time { return c.t }
+
+// missRateBenchHandler returns a handler whose origin answers every request fresh for an
+// hour, and its clock.
+func missRateBenchHandler(b *testing.B, name string) (*Handler, *benchClock) {
+	b.Helper()
+	clock := &benchClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=3600")
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("answer"))
+	})
+	// A name of its own for each run: the testing package runs a benchmark several times,
+	// and an engine (with its detector) lives as long as the process under its name.
+	name = name + "-" + strconv.FormatInt(atomic.AddInt64(&testNames, 1), 10)
+	h, err := New(name, Settings{Now: func() time.Time { return clock.now() }, Log: func(string) {}}, origin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h, clock
+}
+
+// missRateRequests returns n requests for distinct paths with a query, optionally with
+// Cache-Control: no-cache, which makes every one of them a miss that fetches.
+func missRateRequests(n int, noCache bool) []*http.Request {
+	rs := make([]*http.Request, n)
+	for i := range rs {
+		r := httptest.NewRequest(http.MethodGet, "http://example.com/catalog/item-"+strconv.Itoa(i)+"?page=2&sort=price", nil)
+		if noCache {
+			r.Header.Set("Cache-Control", "no-cache")
+		}
+		rs[i] = r
+	}
+	return rs
+}
+
+// BenchmarkMissRateEngineHit is a fresh hit on the general path (the URL has a query), which
+// tells the detector of the hit.
+func BenchmarkMissRateEngineHit(b *testing.B) {
+	h, _ := missRateBenchHandler(b, "bench-missrate-hit")
+	r := missRateRequests(1, false)[0]
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+}
+
+// BenchmarkMissRateHitShare is what the detector adds to BenchmarkMissRateEngineHit: the
+// request's partition and missrate.Hit.
+func BenchmarkMissRateHitShare(b *testing.B) {
+	h, _ := missRateBenchHandler(b, "bench-missrate-hit-share")
+	r := missRateRequests(1, false)[0]
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		missrate.Hit(h.missRate, partition(r))
+	}
+}
+
+// BenchmarkMissRateEngineMiss is a miss through the engine that fetches from a trivial origin
+// and stores the answer, cycling over missRatePaths keys.
+func BenchmarkMissRateEngineMiss(b *testing.B) {
+	h, clock := missRateBenchHandler(b, "bench-missrate-miss")
+	rs := missRateRequests(missRatePaths, true)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		clock.t = clock.t.Add(time.Millisecond)
+		h.ServeHTTP(httptest.NewRecorder(), rs[i%missRatePaths])
+	}
+}
+
+// BenchmarkMissRateMissShare is what the detector adds to BenchmarkMissRateEngineMiss: the
+// request's partition and missrate.Miss, with the same requests and clock steps.
+func BenchmarkMissRateMissShare(b *testing.B) {
+	h, clock := missRateBenchHandler(b, "bench-missrate-miss-share")
+	rs := missRateRequests(missRatePaths, true)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		clock.t = clock.t.Add(time.Millisecond)
+		r := rs[i%missRatePaths]
+		if a := missrate.Miss(h.missRate, partition(r), r.URL.RawQuery, clock.t); a != nil {
+			b.Fatalf("anomaly on an ordinary miss load: %+v", a)
+		}
+	}
+}
+
+// BenchmarkMissRateEngineFastHit is a fresh hit of a URL without a query, which the engine
+// serves without telling the detector: the reference for the hit path's cost.
+func BenchmarkMissRateEngineFastHit(b *testing.B) {
+	h, _ := missRateBenchHandler(b, "bench-missrate-fast-hit")
+	r := httptest.NewRequest(http.MethodGet, "http://example.com/catalog/item", nil)
+	r.RequestURI = "/catalog/item"
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+}

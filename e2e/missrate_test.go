@@ -1,0 +1,297 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The miss-rate detector (FR-MR-1, FR-MR-2) through a real Traefik: a cache-busting flood is
+// reported once, in one miss_rate_anomaly line on Traefik's standard error (the plugin logs
+// with Go's log package to os.Stderr, which the harness captures in Traefik.OutPath).
+
+const (
+	// mrFloodRequests distinct queries on one path, sent by mrClients at mrRate a second.
+	mrFloodRequests = 1500
+	mrClients       = 16
+	mrRate          = 300
+	mrMinMisses     = 500
+	mrWindow        = 10 * time.Second
+)
+
+// mrReply is one reply of a flood.
+type mrReply struct {
+	path       string
+	status     int
+	cs         cacheStatus
+	retryAfter string
+	err        error
+}
+
+// mrLoad sends GETs for urls from mrClients concurrent clients, request i no earlier than
+// i/rate seconds after the start, and returns the replies by index and the time it took.
+func mrLoad(tr *Traefik, urls []string, rate int) ([]mrReply, time.Duration) {
+	replies := make([]mrReply, len(urls))
+	var next int64 = -1
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for c := 0; c < mrClients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(atomic.AddInt64(&next, 1))
+				if i >= len(urls) {
+					return
+				}
+				if wait := time.Until(begin.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
+					time.Sleep(wait)
+				}
+				replies[i] = mrSend(tr, urls[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return replies, time.Since(begin)
+}
+
+func mrSend(tr *Traefik, path string) mrReply {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
+	if err != nil {
+		return mrReply{path: path, err: err}
+	}
+	resp, err := tr.Client().Do(req)
+	if err != nil {
+		return mrReply{path: path, err: err}
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return mrReply{path: path, status: resp.StatusCode, cs: parseCacheStatus(resp.Header.Values("Cache-Status")),
+		retryAfter: resp.Header.Get("Retry-After"), err: err}
+}
+
+// mrAnomalies returns the miss_rate_anomaly lines the middleware mw (as named in the dynamic
+// configuration, with or without its @provider) wrote to Traefik's standard error.
+func mrAnomalies(t *testing.T, tr *Traefik, mw string) []string {
+	t.Helper()
+	lines, err := readLines(tr.OutPath)
+	if err != nil {
+		t.Fatalf("read Traefik's output: %v", err)
+	}
+	var out []string
+	for _, l := range lines {
+		if !strings.Contains(l, "miss_rate_anomaly") {
+			continue
+		}
+		for _, f := range strings.Fields(l) {
+			name, ok := strings.CutPrefix(f, "middleware=")
+			if ok && (name == mw || strings.HasPrefix(name, mw+"@")) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// mrWantOneAnomaly waits for the middleware's anomaly line and checks there is exactly one,
+// naming the partition, cb as the varying parameter, and whether it throttles.
+func mrWantOneAnomaly(t *testing.T, tr *Traefik, mw, path string, throttled bool) {
+	t.Helper()
+	waitFor(3*time.Second, func() bool { return len(mrAnomalies(t, tr, mw)) > 0 })
+	lines := mrAnomalies(t, tr, mw)
+	if len(lines) != 1 {
+		t.Errorf("%s: %d miss_rate_anomaly lines, want exactly 1: %q", mw, len(lines), lines)
+		return
+	}
+	t.Logf("%s: %s", mw, lines[0])
+	partition := "partition=http://" + strings.TrimPrefix(tr.WebURL, "http://") + path + " "
+	for _, want := range []string{partition, "varying=cb ", "throttled=" + strconv.FormatBool(throttled)} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("%s: anomaly line lacks %q", mw, want)
+		}
+	}
+}
+
+// TestMissRateFlood: 1,500 requests with distinct cb queries on one path, from 16 clients
+// in about 5s, with missRate.minMisses 500:
+//   - report only (weir-mr): exactly one miss_rate_anomaly line naming the path and cb; every
+//     request is still fetched and answered;
+//   - with throttle (weir-mt): one line too; the origin sees the misses before the anomaly and
+//     then at most one fetch per window for that path; the other requests get 503 with
+//     Retry-After and detail=miss-rate; another path of the same middleware, requested
+//     throughout, is served normally and reaches the origin once per key;
+//   - a normal mixed load (weir-mx: 80 paths, a few queries each, mostly hits) raises none.
+func TestMissRateFlood(t *testing.T) {
+	o := newOrigin(t)
+	o.Handle("/mr/flood", answer("max-age=60", "flood"))
+	o.Handle("/mt/flood", answer("max-age=60", "flood"))
+	o.Handle("/mt/other", answer("max-age=60", "other"))
+	const mixedPaths = 80
+	for i := 0; i < mixedPaths; i++ {
+		o.Handle(fmt.Sprintf("/mx/p%d", i), answer("max-age=60", "mixed"))
+	}
+	missRate := func(throttle bool) map[string]interface{} {
+		conf := specConfig()
+		conf["missRate"] = map[string]interface{}{
+			"window": mrWindow.String(), "minMisses": strconv.Itoa(mrMinMisses), "ratio": "0.9",
+			"throttle": strconv.FormatBool(throttle),
+		}
+		return conf
+	}
+	d := Dynamic{
+		Routes: []Route{
+			{Name: "mr", Rule: "PathPrefix(`/mr`)", Middleware: "weir-mr"},
+			{Name: "mt", Rule: "PathPrefix(`/mt`)", Middleware: "weir-mt"},
+			{Name: "mx", Rule: "PathPrefix(`/mx`)", Middleware: "weir-mx"},
+		},
+		Middlewares: map[string]map[string]interface{}{
+			"weir-mr": missRate(false),
+			"weir-mt": missRate(true),
+			"weir-mx": missRate(true),
+		},
+	}
+	tr := startTraefik(t, o, d)
+	flood := func(path string) []string {
+		urls := make([]string, mrFloodRequests)
+		for i := range urls {
+			urls[i] = path + "?cb=" + strconv.Itoa(i)
+		}
+		return urls
+	}
+
+	t.Run("report only", func(t *testing.T) {
+		replies, took := mrLoad(tr, flood("/mr/flood"), mrRate)
+		for i, r := range replies {
+			if r.err != nil || r.status != http.StatusOK {
+				t.Fatalf("request %d: status %d, Cache-Status %q, err %v; want 200", i, r.status, r.cs, r.err)
+			}
+		}
+		t.Logf("%d requests in %v, origin requests %d", len(replies), took.Round(time.Millisecond), o.Count("/mr/flood"))
+		wantCount(t, o, "/mr/flood", mrFloodRequests)
+		mrWantOneAnomaly(t, tr, "weir-mr", "/mr/flood", false)
+	})
+
+	t.Run("throttle", func(t *testing.T) {
+		// Another path of the same middleware, asked for throughout the flood: five keys,
+		// each fetched once and then served from the cache.
+		stop := make(chan struct{})
+		otherDone := make(chan []mrReply, 1)
+		go func() {
+			var rs []mrReply
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					otherDone <- rs
+					return
+				case <-tick.C:
+				}
+				rs = append(rs, mrSend(tr, "/mt/other?page="+strconv.Itoa(i%5)))
+			}
+		}()
+		replies, took := mrLoad(tr, flood("/mt/flood"), mrRate)
+		close(stop)
+		var others []mrReply
+		select {
+		case others = <-otherDone:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the other path's client hangs")
+		}
+
+		fetched := o.Count("/mt/flood")
+		ok, refused := 0, 0
+		for i, r := range replies {
+			switch {
+			case r.err != nil:
+				t.Fatalf("request %d: %v", i, r.err)
+			case r.status == http.StatusOK:
+				ok++
+			case r.status == http.StatusServiceUnavailable && r.cs.params["detail"] == "miss-rate":
+				refused++
+				ra, err := strconv.Atoi(r.retryAfter)
+				if err != nil || ra < 1 || time.Duration(ra)*time.Second > mrWindow {
+					t.Errorf("request %d: Retry-After %q, want 1 to %v seconds", i, r.retryAfter, mrWindow.Seconds())
+				}
+			default:
+				t.Errorf("request %d: status %d, Cache-Status %q, want 200 or 503 detail=miss-rate", i, r.status, r.cs)
+			}
+		}
+		windows := int64(math.Ceil(took.Seconds() / mrWindow.Seconds()))
+		t.Logf("%d requests in %v: %d answered 200, %d refused with detail=miss-rate; origin requests %d (at most %d + %d)",
+			len(replies), took.Round(time.Millisecond), ok, refused, fetched, mrMinMisses, windows)
+		// Before the anomaly every miss is fetched; the miss that raises it is the window's one
+		// fetch. Misses counted just before the anomaly but asking for their fetch after it are
+		// refused: up to one per client less.
+		if fetched > mrMinMisses+windows || fetched < mrMinMisses-mrClients {
+			t.Errorf("origin requests for the flooded path = %d, want %d before the anomaly and at most one per window after (at most %d)",
+				fetched, mrMinMisses, mrMinMisses+windows)
+		}
+		if int64(ok) != fetched {
+			t.Errorf("%d answers 200, %d origin requests: every answer that is not refused should come from one fetch", ok, fetched)
+		}
+		if refused < mrFloodRequests-mrMinMisses-int(windows) {
+			t.Errorf("%d refused, want at least %d", refused, mrFloodRequests-mrMinMisses-int(windows))
+		}
+		mrWantOneAnomaly(t, tr, "weir-mt", "/mt/flood", true)
+
+		for i, r := range others {
+			if r.err != nil || r.status != http.StatusOK {
+				t.Errorf("other path, request %d: status %d, Cache-Status %q, err %v; want 200", i, r.status, r.cs, r.err)
+			}
+		}
+		t.Logf("other path: %d requests during the flood, origin requests %d", len(others), o.Count("/mt/other"))
+		if len(others) < 20 {
+			t.Errorf("other path: only %d requests during the flood", len(others))
+		}
+		wantCount(t, o, "/mt/other", 5)
+	})
+
+	t.Run("normal mixed load", func(t *testing.T) {
+		const requests = 2000
+		rnd := rand.New(rand.NewSource(1))
+		urls := make([]string, requests)
+		distinct := map[string]bool{}
+		for i := range urls {
+			urls[i] = fmt.Sprintf("/mx/p%d?v=%d", rnd.Intn(mixedPaths), rnd.Intn(4))
+			distinct[urls[i]] = true
+		}
+		replies, took := mrLoad(tr, urls, 400)
+		hits := 0
+		for i, r := range replies {
+			if r.err != nil || r.status != http.StatusOK {
+				t.Fatalf("request %d (%s): status %d, Cache-Status %q, err %v; want 200", i, r.path, r.status, r.cs, r.err)
+			}
+			if r.cs.hit() {
+				hits++
+			}
+		}
+		var fetched int64
+		for i := 0; i < mixedPaths; i++ {
+			fetched += o.Count(fmt.Sprintf("/mx/p%d", i))
+		}
+		t.Logf("%d requests over %d keys in %v: %d hits, %d origin requests", requests, len(distinct), took.Round(time.Millisecond), hits, fetched)
+		if fetched != int64(len(distinct)) {
+			t.Errorf("origin requests = %d, want one per key (%d)", fetched, len(distinct))
+		}
+		if hits < requests*8/10 {
+			t.Errorf("%d hits of %d, want mostly hits", hits, requests)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if lines := mrAnomalies(t, tr, "weir-mx"); len(lines) != 0 {
+			t.Errorf("a normal mixed load raised %d anomalies, want none: %q", len(lines), lines)
+		}
+	})
+}
