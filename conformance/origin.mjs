@@ -4,8 +4,8 @@
 // configuration, writes a pid file into its working directory and serves files from it. This
 // wrapper keeps the suite's request handlers exactly as shipped (config, test and state) and
 // only changes where they listen: 127.0.0.1 on the port given as the first argument (0 picks
-// a free one). Once listening it prints one line, "listening http://127.0.0.1:PORT", which
-// the caller waits for.
+// a free one). Other paths, where the package serves its browser pages, answer 404. Once
+// listening it prints one line, "listening http://127.0.0.1:PORT", which the caller waits for.
 import http from 'http'
 import process from 'process'
 

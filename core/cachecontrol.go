@@ -14,6 +14,7 @@ const maxDeltaSeconds = 1 << 31
 type cacheControl struct {
 	noStore, noCache, private, public  bool
 	mustRevalidate, proxyRevalidate    bool
+	mustUnderstand                     bool
 	maxAge, sMaxAge                    int64
 	staleWhileRevalidate, staleIfError int64
 	// invalid is set when a directive that bounds freshness is malformed or repeated with
@@ -47,6 +48,8 @@ func parseCacheControl(lines []string) cacheControl {
 				cc.mustRevalidate = true
 			case "proxy-revalidate":
 				cc.proxyRevalidate = true
+			case "must-understand":
+				cc.mustUnderstand = true
 			case "max-age":
 				cc.maxAge = cc.age(cc.maxAge, value)
 			case "s-maxage":

@@ -3,6 +3,7 @@ package core
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirproxy/weir/core/store"
@@ -45,6 +46,7 @@ const (
 // storable tells whether an answer to r may be stored by a shared cache (RFC 9111 section
 // 3), with Weir's stricter rule that an answer setting a cookie is never shared.
 func (p *policy) storable(r *http.Request, status int, h http.Header, cc cacheControl) (bool, string) {
+	explicit := cc.sMaxAge >= 0 || cc.maxAge >= 0 || len(h["Expires"]) > 0
 	switch {
 	case cc.noStore:
 		return false, reasonNoStore
@@ -52,7 +54,9 @@ func (p *policy) storable(r *http.Request, status int, h http.Header, cc cacheCo
 		return false, reasonPrivate
 	case len(h["Set-Cookie"]) > 0:
 		return false, reasonCookie
-	case !storableStatus[status]:
+	case !storableStatus[status] && !(explicit && !cc.mustUnderstand && otherStorableStatus(status)):
+		// RFC 9111 section 3: any final status may be stored when the answer says how long
+		// it is fresh, unless must-understand asks for a status Weir knows (section 5.2.2.3).
 		return false, reasonStatus
 	}
 	// RFC 9111 section 3.5: an answer to a request with credentials is shared only when it
@@ -63,12 +67,19 @@ func (p *policy) storable(r *http.Request, status int, h http.Header, cc cacheCo
 	if _, star := parseVary(h["Vary"]); star {
 		return false, reasonVaryStar
 	}
-	explicit := cc.sMaxAge >= 0 || cc.maxAge >= 0 || len(h["Expires"]) > 0
 	validator := len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0
 	if explicit || validator || (p.defaultTTL > 0 && heuristicStatus[status]) {
 		return true, ""
 	}
 	return false, reasonNoFresh
+}
+
+// otherStorableStatus tells whether a status outside storableStatus may be stored with
+// explicit freshness: a final status, not a partial answer (Weir does not assemble ranges),
+// not a 304 (which updates a stored answer), and not one of the origin errors that
+// stale-if-error, coalescing and the negative cache treat as a failure.
+func otherStorableStatus(status int) bool {
+	return status >= 200 && status <= 599 && status != 206 && status != 304 && !isOriginError(status)
 }
 
 // policy is the part of the settings that decides what is stored and for how long.
@@ -89,9 +100,8 @@ func (p *policy) newEntry(status int, h http.Header, body []byte, cc cacheContro
 		apparent = 0
 	}
 	corrected := respTime.Sub(reqTime)
-	if v, ok := parseDeltaSeconds(h.Get("Age")); ok {
-		corrected += time.Duration(v) * time.Second
-	}
+	age, ageOK := parseAge(h["Age"])
+	corrected += time.Duration(age) * time.Second
 	initial := apparent
 	if corrected > initial {
 		initial = corrected
@@ -100,7 +110,7 @@ func (p *policy) newEntry(status int, h http.Header, body []byte, cc cacheContro
 
 	var lifetime time.Duration
 	switch {
-	case cc.invalid || cc.noCache:
+	case cc.invalid || cc.noCache || !ageOK:
 		lifetime = 0
 	case cc.sMaxAge >= 0:
 		lifetime = time.Duration(cc.sMaxAge) * time.Second
@@ -150,6 +160,26 @@ func (p *policy) newEntry(status int, h http.Header, body []byte, cc cacheContro
 	return e
 }
 
+// parseAge reads the Age field's first member (RFC 9111 section 5.1): its leading digits, so
+// "7200", "7200,0", "7200.0" and "7200;x=y" are 7200 seconds. A member that does not start
+// with a digit ("abc", "-7200") reports ok false: Weir treats the answer as stale rather than
+// as fresh as if it were new. No Age field is age zero.
+func parseAge(lines []string) (seconds int64, ok bool) {
+	if len(lines) == 0 {
+		return 0, true
+	}
+	v := strings.Trim(strings.TrimSpace(lines[0]), `"`)
+	n := 0
+	for n < len(v) && v[n] >= '0' && v[n] <= '9' {
+		n++
+	}
+	if n == 0 {
+		return 0, false
+	}
+	secs, _ := parseDeltaSeconds(v[:n])
+	return secs, true
+}
+
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -180,7 +210,13 @@ func storedHeader(h http.Header, body []byte) http.Header {
 
 // Fields of a 304 that do not replace the stored ones (RFC 9111 section 3.2: the stored
 // representation's framing stays).
-var keepOn304 = map[string]bool{"Content-Length": true, "Content-Encoding": true, "Transfer-Encoding": true, "Content-Range": true}
+//
+// The validators stay too: a 304 answers the conditional request made with the stored
+// ETag, and one naming another ETag must not relabel the stored body.
+var keepOn304 = map[string]bool{
+	"Content-Length": true, "Content-Encoding": true, "Transfer-Encoding": true, "Content-Range": true,
+	"Etag": true, "Content-Md5": true,
+}
 
 // mergeNotModified returns the header of a stored answer updated with a 304's fields
 // (RFC 9111 section 4.3.4).

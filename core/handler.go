@@ -300,7 +300,7 @@ func (h *Handler) pass(w http.ResponseWriter, r *http.Request, part, cacheStatus
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	sw := &statusWriter{w: w}
+	sw := &statusWriter{w: w, h: h, r: r}
 	h.next.ServeHTTP(sw, r)
 	h.outcome(b, permit, r.Context(), sw.status)
 }

@@ -26,22 +26,26 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		// whole GET from the origin.
 		h.pass(w, r, "", statusFwd+fwd)
 		return
-	case len(r.Header["Range"]) > 0 && stale == nil, r.ContentLength != 0:
+	case len(r.Header["Range"]) > 0 && stale == nil:
+		h.pass(w, r, "", statusBypass)
+		return
+	case r.ContentLength != 0:
+		// One case each: Yaegi v0.16.1 evaluates only the first expression of a
+		// tagless switch's case list.
 		h.pass(w, r, "", statusBypass)
 		return
 	}
 	part := partition(r)
-	if a := missrate.Miss(h.missRate, part, r.URL.RawQuery, now); a != nil {
-		h.reportAnomaly(a)
-	}
 	if stale != nil && now.Before(stale.StaleWhileRevalidateUntil) && !requestNoCache(r) {
 		// RFC 5861 section 3: answer at once, refresh behind the client's back.
+		missrate.Hit(h.missRate, part)
 		h.refresh(r, key, stale)
 		h.serveEntry(w, r, stale, now, statusHit+itoa(ttlSeconds(stale, now)))
 		return
 	}
 	if stale == nil {
 		if ne, ok := h.e.neg.Lookup(key, now); ok {
+			missrate.Hit(h.missRate, part)
 			h.serveNegative(w, ne, now)
 			return
 		}
@@ -58,6 +62,16 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	}
 
 	c, leader := h.e.flights.Join(key)
+	// The miss-rate detector counts a miss per fetch the cache would make: a follower is
+	// answered by another request's fetch, and a key retried while its upstream's breaker is
+	// open is one key, not a flood of distinct ones.
+	if !leader {
+		missrate.Hit(h.missRate, part)
+	} else if !h.breakerOpen(r, now) {
+		if a := missrate.Miss(h.missRate, part, r.URL.RawQuery, now); a != nil {
+			h.reportAnomaly(a)
+		}
+	}
 	if leader && h.s.MissRate.Throttle {
 		if ok, wait := missrate.AllowFetch(h.missRate, part, now); !ok {
 			// The flight must end: its followers wait on it.

@@ -25,7 +25,7 @@ import (
 //	YAEGI_TEST_FLAGS="-bench MissRate -run ^$" scripts/yaegi-test.sh core
 
 // missRatePaths is how many paths the miss benchmarks cycle through: spread over the
-// detector's 64 slots, with the clock moving 1ms a request, no slot comes near minMisses in a
+// detector's 64 slots, with the clock moving 10ms a request, no slot comes near minMisses in a
 // window, which is the common miss (no anomaly, nothing judged).
 const missRatePaths = 100
 
@@ -99,7 +99,7 @@ func BenchmarkMissRateEngineMiss(b *testing.B) {
 	rs := missRateRequests(missRatePaths, true)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		clock.t = clock.t.Add(time.Millisecond)
+		clock.t = clock.t.Add(10 * time.Millisecond)
 		h.ServeHTTP(httptest.NewRecorder(), rs[i%missRatePaths])
 	}
 }
@@ -111,7 +111,7 @@ func BenchmarkMissRateMissShare(b *testing.B) {
 	rs := missRateRequests(missRatePaths, true)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		clock.t = clock.t.Add(time.Millisecond)
+		clock.t = clock.t.Add(10 * time.Millisecond)
 		r := rs[i%missRatePaths]
 		if a := missrate.Miss(h.missRate, partition(r), r.URL.RawQuery, clock.t); a != nil {
 			b.Fatalf("anomaly on an ordinary miss load: %+v", a)
@@ -130,4 +130,59 @@ func BenchmarkMissRateEngineFastHit(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
+}
+
+// ratioBlock is how many requests a ratio benchmark times in a row before switching between
+// the engine and the detector alone, so that both see the same load on a shared machine.
+const ratioBlock = 100
+
+// BenchmarkMissRateHitRatio reports the detector's share of a hit on the general path, in
+// percent of the engine's whole hit (the metric "detector-%"), timing the two in alternate
+// blocks of one run.
+func BenchmarkMissRateHitRatio(b *testing.B) {
+	h, _ := missRateBenchHandler(b, "bench-missrate-hit-ratio")
+	r := missRateRequests(1, false)[0]
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	var engine, share time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i += ratioBlock {
+		t0 := time.Now()
+		for j := 0; j < ratioBlock; j++ {
+			h.ServeHTTP(httptest.NewRecorder(), r)
+		}
+		t1 := time.Now()
+		for j := 0; j < ratioBlock; j++ {
+			missrate.Hit(h.missRate, partition(r))
+		}
+		engine += t1.Sub(t0)
+		share += time.Since(t1)
+	}
+	b.ReportMetric(100*float64(share)/float64(engine), "detector-%")
+}
+
+// BenchmarkMissRateMissRatio reports the detector's share of a miss that fetches, in percent
+// of the engine's whole miss, timed as BenchmarkMissRateHitRatio.
+func BenchmarkMissRateMissRatio(b *testing.B) {
+	h, clock := missRateBenchHandler(b, "bench-missrate-miss-ratio")
+	// Two detectors' worth of traffic on one clock: the engine's misses and the share's each
+	// count in a detector of their own, so neither sees the other's.
+	h2, _ := missRateBenchHandler(b, "bench-missrate-miss-ratio-share")
+	rs := missRateRequests(missRatePaths, true)
+	var engine, share time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i += ratioBlock {
+		t0 := time.Now()
+		for j := 0; j < ratioBlock; j++ {
+			clock.t = clock.t.Add(10 * time.Millisecond)
+			h.ServeHTTP(httptest.NewRecorder(), rs[(i+j)%missRatePaths])
+		}
+		t1 := time.Now()
+		for j := 0; j < ratioBlock; j++ {
+			r := rs[(i+j)%missRatePaths]
+			missrate.Miss(h2.missRate, partition(r), r.URL.RawQuery, clock.t)
+		}
+		engine += t1.Sub(t0)
+		share += time.Since(t1)
+	}
+	b.ReportMetric(100*float64(share)/float64(engine), "detector-%")
 }

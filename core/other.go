@@ -3,6 +3,7 @@ package core
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -35,17 +36,19 @@ func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
 	// A deferred release: a panic in the next handler must not keep the slot (FR-LIM-1).
 	defer release()
 	w.Header()["Cache-Status"] = []string{statusMethod}
-	sw := &statusWriter{w: w}
+	sw := &statusWriter{w: w, h: h, r: r, unsafe: unsafeMethod(r.Method)}
 	h.next.ServeHTTP(sw, r)
 	if sw.status == 0 {
 		// A handler that returns without writing has answered 200 (net/http's rule).
-		sw.status = http.StatusOK
+		sw.WriteHeader(http.StatusOK)
 	}
 	h.outcome(b, permit, r.Context(), sw.status)
-	unsafe := r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete
-	if unsafe && sw.status >= 200 && sw.status < 400 {
-		h.invalidate(r, sw.location, sw.contentLocation)
-	}
+}
+
+// unsafeMethod tells whether a method may change what the URI names: every method but the
+// safe ones, including those Weir does not know (RFC 9111 section 4.4, RFC 9110 section 9.2.1).
+func unsafeMethod(m string) bool {
+	return m != http.MethodGet && m != http.MethodHead && m != http.MethodOptions && m != http.MethodTrace
 }
 
 // methodPurge drops a URI's entry from the cache (and the shared store, for every instance
@@ -53,20 +56,33 @@ func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
 const methodPurge = "PURGE"
 
 func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
-	h.invalidate(r)
+	err := h.invalidate(r)
 	h.e.neg.Forget(h.keyer.key(r))
-	w.Header()["Cache-Status"] = []string{statusFwd + "bypass" + paramDetail + "purged"}
+	if err != nil {
+		// The entry may still be served by every instance sharing the store: say so, so the
+		// operator retries.
+		w.Header()["Cache-Status"] = []string{statusBypass + paramDetail + "purge-failed"}
+		w.Header()["Retry-After"] = []string{"1"}
+		http.Error(w, "purge failed: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header()["Cache-Status"] = []string{statusBypass + paramDetail + "purged"}
 	w.Header()["Content-Type"] = []string{"text/plain; charset=utf-8"}
 	w.WriteHeader(http.StatusOK)
 	w.Write([]byte("purged\n"))
 }
 
 // invalidate drops the entries of r's URI and of the same-origin URIs its answer named.
-func (h *Handler) invalidate(r *http.Request, targets ...string) {
+// It returns the error of dropping r's own entry; a store that cannot drop it leaves it to
+// be served until it expires, which the log says once per failure.
+func (h *Handler) invalidate(r *http.Request, targets ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), h.s.StoreTimeout)
 	defer cancel()
 	key := h.keyer.key(r)
-	h.e.store.Delete(ctx, key)
+	err := h.e.store.Delete(ctx, key)
+	if err != nil {
+		h.s.Log(fmt.Sprintf("middleware %s: could not invalidate %s: %v", h.e.name, key, err))
+	}
 	for _, t := range targets {
 		if t == "" {
 			continue
@@ -81,15 +97,23 @@ func (h *Handler) invalidate(r *http.Request, targets ...string) {
 		k := h.keyer.key(other)
 		h.e.store.Delete(ctx, k)
 	}
+	return err
 }
 
 // statusWriter notes the status and the Location fields of an unsafe method's answer on
 // its way to the client, flushing every write (Yaegi hides the writer's Flusher from the
 // compiled proxy).
+//
+// For an unsafe method it invalidates as the status passes, before the answer reaches the
+// client: a client that sends a GET as soon as its POST is answered must not find the old
+// entry.
 type statusWriter struct {
-	w                         http.ResponseWriter
-	status                    int
-	location, contentLocation string
+	w      http.ResponseWriter
+	status int
+
+	h      *Handler
+	r      *http.Request
+	unsafe bool
 }
 
 func (s *statusWriter) Header() http.Header { return s.w.Header() }
@@ -97,8 +121,10 @@ func (s *statusWriter) Header() http.Header { return s.w.Header() }
 func (s *statusWriter) WriteHeader(status int) {
 	if s.status == 0 && status >= 200 {
 		s.status = status
-		h := s.w.Header()
-		s.location, s.contentLocation = h.Get("Location"), h.Get("Content-Location")
+		if s.unsafe && status < 400 {
+			hdr := s.w.Header()
+			s.h.invalidate(s.r, hdr.Get("Location"), hdr.Get("Content-Location"))
+		}
 	}
 	s.w.WriteHeader(status)
 }

@@ -24,6 +24,15 @@ func (h *Handler) admit(r *http.Request, now time.Time) (*breaker.Breaker, break
 	return b, b.Allow(now)
 }
 
+// breakerOpen tells whether r's upstream's breaker holds fetches back now.
+func (h *Handler) breakerOpen(r *http.Request, now time.Time) bool {
+	b := h.e.breaker
+	if b == nil {
+		b = h.e.breakers.Get(breaker.ScopeKey(h.s.Breaker.Scope, r.Host), now)
+	}
+	return b.State(now) == breaker.StateOpen
+}
+
 // outcome records a finished fetch with the breaker: a 502, 503 or 504 (Traefik's answers
 // for connection errors and timeouts) is a failure, a 500 only with breaker.countStatus500,
 // anything else the origin answering; a client that hung up is neither (FR-CB-1, FR-CB-2).

@@ -382,7 +382,7 @@ func cbSend(tr *Traefik, path string) cbReply {
 // cbTimeline is a table of the loop, one line a second: requests sent, origin hits, 503s,
 // stale answers, refusals by the breaker (circuit-open), and the breaker state those suggest.
 func cbTimeline(replies []cbReply, hits []cbHit) string {
-	secs := int(cbEnd/time.Second) + 1
+	secs := int(cbEnd / time.Second)
 	type row struct{ req, hits, fails, s503, stale, open, fresh int }
 	rows := make([]row, secs)
 	for _, r := range replies {
@@ -439,7 +439,7 @@ func TestNegativeCacheRetryLoop(t *testing.T) {
 	const (
 		ttl      = 2 * time.Second
 		loopFor  = 3 * time.Second
-		maxLoops = 3000
+		maxLoops = 20000
 	)
 	o := newOrigin(t)
 	fail := func(status int, retryAfter string) http.HandlerFunc {

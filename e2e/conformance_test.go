@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// Bounds of the conformance run. The suite takes about half a minute: it runs its tests a
-// hundred at a time and many of them wait 3s on purpose between two requests.
+// Bounds of the conformance run. The suite takes about twenty seconds: it runs its tests a
+// hundred at a time, and many of them wait 3s on purpose between two requests.
 const (
 	// suiteInstallTimeout bounds `npm ci` of the suite's package.
 	suiteInstallTimeout = 5 * time.Minute
@@ -36,7 +36,7 @@ const (
 // purpose what they react to and would then score the protection, not the cache.
 //
 //   - breaker.minRequests: the suite's origin answers 500, 502, 503 and 504 and drops
-//     connections (Traefik answers 502) in its status, heuristic and stale tests; hundreds of
+//     connections (Traefik answers 502) in its status, heuristic and stale tests; up to 100
 //     tests run at once, so a burst of those could open the breaker and every test that
 //     follows would get its 503. A window never holds a million fetches: it never opens.
 //   - negative.ttl: a 502, 503 or 504 with nothing stored is remembered for 2s and answered
@@ -69,6 +69,9 @@ func suiteMiddleware() map[string]interface{} {
 // It needs Node.js and npm; the node modules are installed with `npm ci` when
 // conformance/node_modules does not match the lock file. The results are left in
 // conformance/out/: weir.json (the suite's format), failures.tsv, score.txt.
+//
+// With WEIR_CONFORMANCE_ID=<test id>, only that test runs, and the requests and responses
+// the client and the origin saw are logged instead of a score: the way to study a failure.
 func TestConformance(t *testing.T) {
 	binary, root := requireTraefik(t)
 	repo, err := RepoRoot()
@@ -81,7 +84,7 @@ func TestConformance(t *testing.T) {
 	installSuite(t, npm, dir)
 	installed := time.Now()
 
-	originURL := startSuiteOrigin(t, node, dir)
+	originURL, originLog := startSuiteOrigin(t, node, dir)
 	d := Dynamic{
 		Routes:      []Route{{Name: "suite", Rule: "PathPrefix(`/`)", Middleware: "weir-suite"}},
 		Middlewares: map[string]map[string]interface{}{"weir-suite": suiteMiddleware()},
@@ -99,6 +102,12 @@ func TestConformance(t *testing.T) {
 		}
 	})
 	started := time.Now()
+
+	if id := os.Getenv("WEIR_CONFORMANCE_ID"); id != "" {
+		t.Logf("client:\n%s", runSuiteTest(t, node, dir, tr.WebURL, id))
+		t.Logf("origin:\n%s", readTail(originLog, 200))
+		return
+	}
 
 	out := filepath.Join(dir, "out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -198,11 +207,11 @@ func modulesStale(dir string) (string, error) {
 }
 
 // startSuiteOrigin starts the suite's origin (conformance/origin.mjs) on a free loopback
-// port and returns its URL. It ends with the test, or with the test process: it leaves when
-// its stdin closes.
-func startSuiteOrigin(t *testing.T, node, dir string) string {
+// port and returns its URL and the file that collects its output. It ends with the test, or
+// with the test process: it leaves when its stdin closes.
+func startSuiteOrigin(t *testing.T, node, dir string) (url, logPath string) {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), "origin.log")
+	logPath = filepath.Join(t.TempDir(), "origin.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -256,15 +265,15 @@ func startSuiteOrigin(t *testing.T, node, dir string) string {
 	}()
 	select {
 	case line := <-first:
-		url := strings.TrimPrefix(line, "listening ")
+		url = strings.TrimPrefix(line, "listening ")
 		if url == line || !strings.HasPrefix(url, "http://127.0.0.1:") {
 			t.Fatalf("the suite's origin printed %q, not its address; log:\n%s", line, readTail(logPath, 20))
 		}
-		return url
+		return url, logPath
 	case <-time.After(suiteOriginStart):
 		t.Fatalf("the suite's origin did not listen within %v; log:\n%s", suiteOriginStart, readTail(logPath, 20))
 	}
-	return ""
+	return "", logPath
 }
 
 // runSuiteClient runs every test of the suite against baseURL and writes the results JSON.
@@ -294,8 +303,24 @@ func runSuiteClient(t *testing.T, node, dir, baseURL, results string) {
 	}
 }
 
-// scoreSuite scores the results against the floor and returns the score table. Below the
-// floor the test fails.
+// runSuiteTest runs the one test id against baseURL and returns what the client printed:
+// its requests, the responses, and the result.
+func runSuiteTest(t *testing.T, node, dir, baseURL, id string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--no-warnings", "client.mjs", baseURL, "--id", id, "--timeout", suiteRequestTimeout)
+	cmd.Dir = dir
+	dieWithParent(cmd)
+	outb, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the suite's client, test %s: %v\n%s", id, err, outb)
+	}
+	return string(outb)
+}
+
+// scoreSuite scores the results against the floor and returns the score table, which the
+// caller logs. Below the floor the test fails.
 func scoreSuite(t *testing.T, node, dir, results string) string {
 	t.Helper()
 	out := filepath.Dir(results)
@@ -309,7 +334,8 @@ func scoreSuite(t *testing.T, node, dir, results string) string {
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit) && exit.ExitCode() == 1:
-		t.Errorf("fewer tests pass than conformance/floor.txt requires: see %s\n%s", filepath.Join(out, "failures.tsv"), outb)
+		t.Errorf("fewer tests pass than conformance/floor.txt requires (score below); the tests Weir does not pass are listed in %s",
+			filepath.Join(out, "failures.tsv"))
 	case err != nil:
 		t.Fatalf("score the suite: %v\n%s", err, outb)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ const (
 
 // mrReply is one reply of a flood.
 type mrReply struct {
+	sent       time.Duration // since the load began
 	path       string
 	status     int
 	cs         cacheStatus
@@ -40,6 +42,11 @@ type mrReply struct {
 // mrLoad sends GETs for urls from mrClients concurrent clients, request i no earlier than
 // i/rate seconds after the start, and returns the replies by index and the time it took.
 func mrLoad(tr *Traefik, urls []string, rate int) ([]mrReply, time.Duration) {
+	return mrLoadPaced(tr, urls, func(i int) time.Duration { return time.Duration(i) * time.Second / time.Duration(rate) })
+}
+
+// mrLoadPaced is mrLoad with request i sent no earlier than due(i) after the start.
+func mrLoadPaced(tr *Traefik, urls []string, due func(i int) time.Duration) ([]mrReply, time.Duration) {
 	replies := make([]mrReply, len(urls))
 	var next int64 = -1
 	var wg sync.WaitGroup
@@ -53,10 +60,12 @@ func mrLoad(tr *Traefik, urls []string, rate int) ([]mrReply, time.Duration) {
 				if i >= len(urls) {
 					return
 				}
-				if wait := time.Until(begin.Add(time.Duration(i) * time.Second / time.Duration(rate))); wait > 0 {
+				if wait := time.Until(begin.Add(due(i))); wait > 0 {
 					time.Sleep(wait)
 				}
+				sent := time.Since(begin)
 				replies[i] = mrSend(tr, urls[i])
+				replies[i].sent = sent
 			}
 		}()
 	}
@@ -128,10 +137,11 @@ func mrWantOneAnomaly(t *testing.T, tr *Traefik, mw, path string, throttled bool
 // in about 5s, with missRate.minMisses 500:
 //   - report only (weir-mr): exactly one miss_rate_anomaly line naming the path and cb; every
 //     request is still fetched and answered;
-//   - with throttle (weir-mt): one line too; the origin sees the misses before the anomaly and
-//     then at most one fetch per window for that path; the other requests get 503 with
-//     Retry-After and detail=miss-rate; another path of the same middleware, requested
-//     throughout, is served normally and reaches the origin once per key;
+//   - with throttle (weir-mt), the same flood followed by 12s at 100 distinct queries a
+//     second: one line too; the origin sees the misses before the anomaly and then one fetch
+//     per window for that path, a window apart; the other requests get 503 with Retry-After
+//     and detail=miss-rate; another path of the same middleware, requested throughout, is
+//     served normally and reaches the origin once per key;
 //   - a normal mixed load (weir-mx: 80 paths, a few queries each, mostly hits) raises none.
 func TestMissRateFlood(t *testing.T) {
 	o := newOrigin(t)
@@ -202,7 +212,19 @@ func TestMissRateFlood(t *testing.T) {
 				rs = append(rs, mrSend(tr, "/mt/other?page="+strconv.Itoa(i%5)))
 			}
 		}()
-		replies, took := mrLoad(tr, flood("/mt/flood"), mrRate)
+		// The flood of the first run, then 100 a second for 12s more: enough misses to keep
+		// the path flagged into a second window, in which it gets one more fetch.
+		urls := flood("/mt/flood")
+		for i := 0; i < 1200; i++ {
+			urls = append(urls, "/mt/flood?cb=late"+strconv.Itoa(i))
+		}
+		first := time.Duration(mrFloodRequests) * time.Second / mrRate
+		replies, took := mrLoadPaced(tr, urls, func(i int) time.Duration {
+			if i < mrFloodRequests {
+				return time.Duration(i) * time.Second / mrRate
+			}
+			return first + time.Duration(i-mrFloodRequests)*10*time.Millisecond
+		})
 		close(stop)
 		var others []mrReply
 		select {
@@ -242,8 +264,31 @@ func TestMissRateFlood(t *testing.T) {
 		if int64(ok) != fetched {
 			t.Errorf("%d answers 200, %d origin requests: every answer that is not refused should come from one fetch", ok, fetched)
 		}
-		if refused < mrFloodRequests-mrMinMisses-int(windows) {
-			t.Errorf("%d refused, want at least %d", refused, mrFloodRequests-mrMinMisses-int(windows))
+		if refused < len(urls)-mrMinMisses-int(windows) {
+			t.Errorf("%d refused, want at least %d", refused, len(urls)-mrMinMisses-int(windows))
+		}
+		// After the first refusal, a fetch only when a new window begins, a window apart.
+		firstRefusal := time.Duration(-1)
+		for _, r := range replies {
+			if r.status == http.StatusServiceUnavailable && (firstRefusal < 0 || r.sent < firstRefusal) {
+				firstRefusal = r.sent
+			}
+		}
+		var later []time.Duration
+		for _, r := range replies {
+			if r.status == http.StatusOK && r.sent > firstRefusal+200*time.Millisecond {
+				later = append(later, r.sent)
+			}
+		}
+		sort.Slice(later, func(i, j int) bool { return later[i] < later[j] })
+		t.Logf("first refusal at %v; fetched after it at %v", firstRefusal.Round(time.Millisecond), later)
+		if int64(len(later)) > windows {
+			t.Errorf("%d fetches after the anomaly in %v, want at most one per %v window", len(later), took.Round(time.Millisecond), mrWindow)
+		}
+		for i, at := range later {
+			if gap := at - firstRefusal; gap < time.Duration(i+1)*mrWindow-time.Second {
+				t.Errorf("fetch %d after the anomaly came %v after it, want a window (%v) apart", i+1, gap.Round(time.Millisecond), mrWindow)
+			}
 		}
 		mrWantOneAnomaly(t, tr, "weir-mt", "/mt/flood", true)
 

@@ -32,8 +32,12 @@ var errNoRedis = errors.New("no redis-server binary")
 // redis-server on PATH (Debian's redis-server package puts it in /usr/bin).
 func FindRedis() (string, error) {
 	if p := os.Getenv("WEIR_REDIS"); p != "" {
-		if err := checkExecutable(p); err != nil {
-			return "", fmt.Errorf("WEIR_REDIS: %v", err)
+		st, err := os.Stat(p)
+		if err != nil {
+			return "", fmt.Errorf("%w: WEIR_REDIS: %v", errNoRedis, err)
+		}
+		if st.IsDir() || st.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("%w: WEIR_REDIS: %s is not an executable file", errNoRedis, p)
 		}
 		return p, nil
 	}

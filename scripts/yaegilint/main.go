@@ -81,6 +81,14 @@ func check(f *ast.File, report func(token.Pos, string, ...interface{})) {
 			if n.TypeParams != nil {
 				report(n.Pos(), "type parameters: Yaegi v0.16.1 panics on generic types")
 			}
+		case *ast.SwitchStmt:
+			if n.Tag == nil {
+				for _, c := range n.Body.List {
+					if cc, ok := c.(*ast.CaseClause); ok && len(cc.List) > 1 {
+						report(cc.Pos(), "a case list in a switch without a tag: Yaegi v0.16.1 evaluates only its first expression; write one case each")
+					}
+				}
+			}
 		case *ast.RangeStmt:
 			if lit, ok := n.X.(*ast.BasicLit); ok && lit.Kind == token.INT {
 				report(n.Pos(), "range over an integer is not supported by Yaegi v0.16.1")
