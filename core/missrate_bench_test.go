@@ -92,6 +92,19 @@ func BenchmarkMissRateHitShare(b *testing.B) {
 	}
 }
 
+// BenchmarkMissRatePartition is the part of BenchmarkMissRateHitShare that is the partition
+// alone: the engine computes it for the detector on a hit.
+func BenchmarkMissRatePartition(b *testing.B) {
+	r := missRateRequests(1, false)[0]
+	var n int
+	for i := 0; i < b.N; i++ {
+		n += len(partition(r))
+	}
+	if n == 0 {
+		b.Fatal("empty partition")
+	}
+}
+
 // BenchmarkMissRateEngineMiss is a miss through the engine that fetches from a trivial origin
 // and stores the answer, cycling over missRatePaths keys.
 func BenchmarkMissRateEngineMiss(b *testing.B) {

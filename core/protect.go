@@ -21,6 +21,9 @@ func (h *Handler) admit(r *http.Request, now time.Time) (*breaker.Breaker, break
 	if b == nil {
 		b = h.e.breakers.Get(breaker.ScopeKey(h.s.Breaker.Scope, r.Host), now)
 	}
+	if h.mem == nil {
+		h.observeShared(b.Key(), now)
+	}
 	return b, b.Allow(now)
 }
 

@@ -28,7 +28,9 @@ type engine struct {
 	breakers    *breaker.Group
 	// breaker is the one breaker of scope engine, found once: scope lookups cost
 	// interpreted calls on every origin fetch. Nil for the host and domain scopes.
-	breaker     *breaker.Breaker
+	breaker *breaker.Breaker
+	// breakerSync shares the breakers' open deadlines through a shared store.
+	breakerSync *breakerSync
 	breakerConf string
 	neg         *neg.Cache
 	negConf     string
@@ -98,8 +100,21 @@ func engineFor(name string, s Settings) (*engine, error) {
 	}
 	if old.breakers != nil && old.breakerConf == e.breakerConf {
 		e.breakers = old.breakers
-	} else if e.breakers, err = breaker.NewGroup(s.Breaker); err != nil {
-		return nil, err
+		e.breakerSync = old.breakerSync
+	} else {
+		bs := &breakerSync{}
+		bsettings := s.Breaker
+		timeout := s.StoreTimeout
+		bsettings.OnTrip = func(key string, until time.Time) { bs.tripped(key, until, timeout) }
+		if e.breakers, err = breaker.NewGroup(bsettings); err != nil {
+			return nil, err
+		}
+		e.breakerSync = bs
+	}
+	if e.mem == nil {
+		e.breakerSync.setStore(e.store, s.Log)
+	} else {
+		e.breakerSync.setStore(nil, s.Log)
 	}
 	if s.Breaker.Scope == "" || s.Breaker.Scope == breaker.ScopeEngine {
 		e.breaker = e.breakers.Get(breaker.ScopeKey(breaker.ScopeEngine, ""), time.Time{})

@@ -1,0 +1,102 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirproxy/weir/core/store"
+)
+
+// breakerSyncEvery is how often an instance reads the open deadlines that others wrote, at
+// most, and only while it is fetching from the origin: a fleet stops within about that much
+// of the first instance that tripped.
+const breakerSyncEvery = 500 * time.Millisecond
+
+// breakerKeyPrefix keeps shared breaker deadlines apart from cache keys, which start with a
+// scheme.
+const breakerKeyPrefix = "\x00breaker:"
+
+// breakerSync shares open deadlines through a shared store, so that Traefik instances stop
+// together; each still decides locally, and a store that fails never blocks a request: reads
+// and writes run on goroutines of their own, bounded by timeouts.store.
+//
+// One breakerSync lives as long as the engine's breaker group, across reloads; the store it
+// writes to is the engine's current one.
+type breakerSync struct {
+	// lastRead is the UnixNano of the last read started; reading is 1 while one runs.
+	lastRead int64
+	reading  int32
+
+	// mu guards st and log.
+	mu  sync.Mutex
+	st  store.Store // nil: process memory, nothing to share
+	log func(string)
+}
+
+func (bs *breakerSync) setStore(st store.Store, log func(string)) {
+	bs.mu.Lock()
+	bs.st = st
+	bs.log = log
+	bs.mu.Unlock()
+}
+
+func (bs *breakerSync) current() (store.Store, func(string)) {
+	bs.mu.Lock()
+	st, log := bs.st, bs.log
+	bs.mu.Unlock()
+	return st, log
+}
+
+// tripped publishes a breaker's open deadline; it is the breaker group's OnTrip.
+func (bs *breakerSync) tripped(key string, until time.Time, timeout time.Duration) {
+	st, log := bs.current()
+	if st == nil {
+		return
+	}
+	go func() {
+		defer recoverTo(log, "sharing a breaker's deadline")
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		st.Set(ctx, breakerKeyPrefix+key, &store.Entry{Born: until, FreshUntil: until, KeepUntil: until})
+	}()
+}
+
+// observe reads key's shared deadline in the background, at most every breakerSyncEvery,
+// and opens the local breaker until it when it is later than the local one.
+func (h *Handler) observeShared(key string, now time.Time) {
+	bs := h.e.breakerSync
+	if bs == nil || h.mem != nil {
+		return
+	}
+	last := atomic.LoadInt64(&bs.lastRead)
+	if now.UnixNano()-last < int64(breakerSyncEvery) || !atomic.CompareAndSwapInt32(&bs.reading, 0, 1) {
+		return
+	}
+	atomic.StoreInt64(&bs.lastRead, now.UnixNano())
+	st, log := bs.current()
+	group := h.e.breakers
+	timeout := h.s.StoreTimeout
+	nowFn := h.s.Now
+	go func() {
+		defer atomic.StoreInt32(&bs.reading, 0)
+		defer recoverTo(log, "reading a shared breaker deadline")
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		ent, err := st.Get(ctx, breakerKeyPrefix+key)
+		if err != nil || ent == nil {
+			return
+		}
+		group.Observe(key, ent.FreshUntil, nowFn())
+	}()
+}
+
+// recoverTo ends a goroutine of Weir's that panicked with a log line instead of taking
+// Traefik down with it.
+func recoverTo(log func(string), what string) {
+	if r := recover(); r != nil && log != nil {
+		log(fmt.Sprintf("recovered a panic while %s: %v", what, r))
+	}
+}
