@@ -377,9 +377,9 @@ func TestLimiterFloodLeavesOtherPartitionsAlone(t *testing.T) {
 	}
 	flood := limStartEngineFlood(hc, fc.floodClients)
 	limWaitFor(t, "the flood holding every slot", func() bool { return atomic.LoadInt64(&o.searchInFlight) >= int64(fc.slots) })
-	// Half the samples: most wait behind the flood, so fewer suffice to see it.
+	// A quarter of the samples: nearly all wait behind the flood, so few suffice to see it.
 	fcControl := fc
-	fcControl.samples = fc.samples / 2
+	fcControl.samples = fc.samples / 4
 	control := limMeasureOthersAnyAnswer(t, hc, fcControl, "control")
 	fs := flood.stop(t)
 	t.Logf("control without a partition cap: other paths %s (without the flood %s); flood %s", control.String(), base.String(), fs.String())

@@ -81,6 +81,15 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		}
 	}
 	if leader {
+		// A flight that ended between this request's lookup and its Join has stored its
+		// answer: look once more before fetching again, or a burst on a cold key could
+		// reach the origin twice.
+		if ent, _, _ := h.lookup(r, key, now); ent != nil && !ent.Pass && now.Before(ent.FreshUntil) && (stale == nil || ent != stale) {
+			res := &fetchResult{status: ent.Status, header: ent.Header, body: ent.Body, entry: ent}
+			h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
+			h.serveEntry(w, r, ent, now, statusHit+itoa(ttlSeconds(ent, now)))
+			return
+		}
 		h.lead(w, r, c, key, stale, statusFwd+fwd)
 		return
 	}
