@@ -149,7 +149,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ent != nil && now.Before(ent.FreshUntil) && !requestNoCache(r) {
-		missrate.Hit(h.missRate, partition(r))
+		missrate.Hit(h.missRate, partitionOf(key))
 		h.serveEntry(w, r, ent, now, statusHit+strconv.FormatInt(ttlSeconds(ent, now), 10))
 		return
 	}

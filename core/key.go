@@ -43,6 +43,14 @@ func partition(r *http.Request) string {
 	return "https://" + r.Host + path
 }
 
+// partitionOf is the partition of a cache key: the key up to its query.
+func partitionOf(key string) string {
+	if i := strings.IndexByte(key, '?'); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
 // requestPath is the path as the client escaped it. It comes from RequestURI, which Traefik's
 // path-rewriting middlewares (stripPrefix, replacePath) keep in step with URL, so the hit
 // path can use RequestURI whole for a request without a query; from URL's escaped form when

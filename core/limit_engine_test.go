@@ -339,14 +339,14 @@ func TestLimiterFloodLeavesOtherPartitionsAlone(t *testing.T) {
 	// A first round, not measured, warms the engine's paths.
 	warm := fc
 	warm.samples = 2 * fc.workers
-	limMeasureOthers(t, h, warm, "warm")
+	limMeasureOthers(t, h, o, warm, "warm")
 	passed := false
 	var base, during limLatencies
 	for attempt := 1; attempt <= limFairAttempts && !passed; attempt++ {
-		base = limMeasureOthers(t, h, fc, fmt.Sprintf("base%d", attempt))
+		base = limMeasureOthers(t, h, o, fc, fmt.Sprintf("base%d", attempt))
 		flood := limStartEngineFlood(h, fc.floodClients)
 		limWaitFor(t, "the flood holding its partition's cap", func() bool { return atomic.LoadInt64(&o.searchInFlight) >= int64(fc.perPartition) })
-		during = limMeasureOthers(t, h, fc, fmt.Sprintf("flood%d", attempt))
+		during = limMeasureOthers(t, h, o, fc, fmt.Sprintf("flood%d", attempt))
 		fs := flood.stop(t)
 		ratio := float64(during.at(fc.percentile)) / float64(base.at(fc.percentile))
 		t.Logf("attempt %d: other paths without the flood %s, with it %s: p%d ratio %.2f (bound %.1f); flood %s",
@@ -380,7 +380,7 @@ func TestLimiterFloodLeavesOtherPartitionsAlone(t *testing.T) {
 	// A quarter of the samples: nearly all wait behind the flood, so few suffice to see it.
 	fcControl := fc
 	fcControl.samples = fc.samples / 4
-	control := limMeasureOthersAnyAnswer(t, hc, fcControl, "control")
+	control := limMeasureOthersAnyAnswer(t, hc, o, fcControl, "control")
 	fs := flood.stop(t)
 	t.Logf("control without a partition cap: other paths %s (without the flood %s); flood %s", control.String(), base.String(), fs.String())
 	if float64(control.at(fc.percentile)) <= bound*float64(base.at(fc.percentile)) {
@@ -419,9 +419,26 @@ type limFairOrigin struct {
 	fc             limFairConfig
 	searchInFlight int64
 	searchPeak     int64
+
+	// mu guards entered.
+	mu sync.Mutex
+	// entered is when each other path's request reached the origin, so that a slow answer
+	// can be told apart: time spent before the origin (the engine and the limiter's queue)
+	// or after (the machine's scheduling of the origin's sleep).
+	entered map[string]time.Time
 }
 
-func newLimFairOrigin(fc limFairConfig) *limFairOrigin { return &limFairOrigin{fc: fc} }
+func newLimFairOrigin(fc limFairConfig) *limFairOrigin {
+	return &limFairOrigin{fc: fc, entered: map[string]time.Time{}}
+}
+
+// enteredAt is when the request for path reached the origin, and whether it did.
+func (o *limFairOrigin) enteredAt(path string) (time.Time, bool) {
+	o.mu.Lock()
+	at, ok := o.entered[path]
+	o.mu.Unlock()
+	return at, ok
+}
 
 func (o *limFairOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/search" {
@@ -435,15 +452,21 @@ func (o *limFairOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(o.fc.floodDelay)
 		atomic.AddInt64(&o.searchInFlight, -1)
 	} else {
+		now := time.Now()
+		o.mu.Lock()
+		o.entered[r.URL.Path] = now
+		o.mu.Unlock()
 		time.Sleep(o.fc.otherDelay)
 	}
 	w.Header()["Cache-Control"] = []string{"max-age=60"}
 	io.WriteString(w, r.URL.RequestURI())
 }
 
-// limLatencies are the sorted latencies of one measurement.
+// limLatencies are the sorted latencies of one measurement, and the sorted times the
+// requests took to reach the origin.
 type limLatencies struct {
 	sorted []time.Duration
+	before []time.Duration
 }
 
 // at is the p-th percentile (nearest rank).
@@ -452,26 +475,31 @@ func (l limLatencies) at(p int) time.Duration {
 }
 
 func (l limLatencies) String() string {
-	return fmt.Sprintf("p50 %v p90 %v p99 %v", l.at(50).Round(10*time.Microsecond),
-		l.at(90).Round(10*time.Microsecond), l.at(99).Round(10*time.Microsecond))
+	before := "none reached it"
+	if n := len(l.before); n > 0 {
+		before = l.before[(n*99+99)/100-1].Round(10 * time.Microsecond).String()
+	}
+	return fmt.Sprintf("p50 %v p90 %v p99 %v (p99 before the origin %s)", l.at(50).Round(10*time.Microsecond),
+		l.at(90).Round(10*time.Microsecond), l.at(99).Round(10*time.Microsecond), before)
 }
 
 // limMeasureOthers sends fc.samples cacheable misses, each on a path of its own, from
 // fc.workers workers one after the other, and checks every answer.
-func limMeasureOthers(t *testing.T, h *Handler, fc limFairConfig, tag string) limLatencies {
+func limMeasureOthers(t *testing.T, h *Handler, o *limFairOrigin, fc limFairConfig, tag string) limLatencies {
 	t.Helper()
-	return limMeasure(t, h, fc, tag, true)
+	return limMeasure(t, h, o, fc, tag, true)
 }
 
 // limMeasureOthersAnyAnswer is limMeasureOthers accepting shed answers too.
-func limMeasureOthersAnyAnswer(t *testing.T, h *Handler, fc limFairConfig, tag string) limLatencies {
+func limMeasureOthersAnyAnswer(t *testing.T, h *Handler, o *limFairOrigin, fc limFairConfig, tag string) limLatencies {
 	t.Helper()
-	return limMeasure(t, h, fc, tag, false)
+	return limMeasure(t, h, o, fc, tag, false)
 }
 
-func limMeasure(t *testing.T, h *Handler, fc limFairConfig, tag string, strict bool) limLatencies {
+func limMeasure(t *testing.T, h *Handler, o *limFairOrigin, fc limFairConfig, tag string, strict bool) limLatencies {
 	t.Helper()
 	took := make([]time.Duration, fc.samples)
+	before := make([]time.Duration, fc.samples)
 	problems := make([]string, fc.workers)
 	var wg sync.WaitGroup
 	for wk := 0; wk < fc.workers; wk++ {
@@ -485,6 +513,10 @@ func limMeasure(t *testing.T, h *Handler, fc limFairConfig, tag string, strict b
 				began := time.Now()
 				h.ServeHTTP(w, r)
 				took[i] = time.Since(began)
+				before[i] = -1
+				if at, ok := o.enteredAt(r.URL.Path); ok {
+					before[i] = at.Sub(began)
+				}
 				cs := w.Header().Get("Cache-Status")
 				if strict && problems[wk] == "" && (w.Code != 200 || cs != "Weir; fwd=uri-miss; stored") {
 					problems[wk] = fmt.Sprintf("%s: status %d, Cache-Status %q; want 200, \"Weir; fwd=uri-miss; stored\"", url, w.Code, cs)
@@ -508,7 +540,14 @@ func limMeasure(t *testing.T, h *Handler, fc limFairConfig, tag string, strict b
 		}
 	}
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	return limLatencies{sorted: took}
+	var reached []time.Duration
+	for _, b := range before {
+		if b >= 0 {
+			reached = append(reached, b)
+		}
+	}
+	sort.Slice(reached, func(i, j int) bool { return reached[i] < reached[j] })
+	return limLatencies{sorted: took, before: reached}
 }
 
 // limEngineFlood is a flood of distinct queries on /search by a fixed number of clients.

@@ -20,6 +20,13 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	case varyMiss:
 		fwd = fwdVaryMiss
 	}
+	if stale == nil {
+		if ne, ok := h.e.neg.Lookup(key, now); ok {
+			missrate.Hit(h.missRate, partitionOf(key))
+			h.serveNegative(w, ne, now)
+			return
+		}
+	}
 	switch {
 	case r.Method == http.MethodHead && stale == nil:
 		// Weir stores GET answers and serves HEAD from them; a HEAD miss is not worth a
@@ -35,20 +42,13 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		h.pass(w, r, "", statusBypass)
 		return
 	}
-	part := partition(r)
+	part := partitionOf(key)
 	if stale != nil && now.Before(stale.StaleWhileRevalidateUntil) && !requestNoCache(r) {
 		// RFC 5861 section 3: answer at once, refresh behind the client's back.
 		missrate.Hit(h.missRate, part)
 		h.refresh(r, key, stale)
 		h.serveEntry(w, r, stale, now, statusHit+itoa(ttlSeconds(stale, now)))
 		return
-	}
-	if stale == nil {
-		if ne, ok := h.e.neg.Lookup(key, now); ok {
-			missrate.Hit(h.missRate, part)
-			h.serveNegative(w, ne, now)
-			return
-		}
 	}
 	if stale == nil && len(r.Header["Authorization"]) > 0 {
 		// FR-COA-8: a request with credentials never waits on, nor leads, a shared fetch.

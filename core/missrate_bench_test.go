@@ -18,7 +18,9 @@ import (
 //	BenchmarkMissRateEngineHit / BenchmarkMissRateHitShare    a hit on the general path
 //	BenchmarkMissRateEngineMiss / BenchmarkMissRateMissShare  a miss that fetches
 //
-// The fast hit (a URL without a query, BenchmarkMissRateEngineFastHit) does not call the
+// BenchmarkMissRateHitRatio and BenchmarkMissRateMissRatio time the engine and the detector's
+// share in alternate blocks of one run and report the share as "detector-%", which a shared,
+// busy machine skews less than two separate runs. The fast hit (a URL without a query, BenchmarkMissRateEngineFastHit) does not call the
 // detector. Run them compiled and under Yaegi, whose costs are what Traefik pays:
 //
 //	go test -run '^$' -bench MissRate ./core/
@@ -29,17 +31,17 @@ import (
 // window, which is the common miss (no anomaly, nothing judged).
 const missRatePaths = 100
 
-// benchClock is a clock a benchmark moves by hand, without a lock: a benchmark loop runs on
+// missRateClock is a clock a benchmark moves by hand, without a lock: a benchmark loop runs on
 // one goroutine, and a fetch reads the clock while its leader waits.
-type benchClock struct{ t time.Time }
+type missRateClock struct{ t time.Time }
 
-func (c *benchClock) now() time.Time { return c.t }
+func (c *missRateClock) now() time.Time { return c.t }
 
 // missRateBenchHandler returns a handler whose origin answers every request fresh for an
 // hour, and its clock.
-func missRateBenchHandler(b *testing.B, name string) (*Handler, *benchClock) {
+func missRateBenchHandler(b *testing.B, name string) (*Handler, *missRateClock) {
 	b.Helper()
-	clock := &benchClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := &missRateClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "max-age=3600")
 		w.Header().Set("Content-Type", "text/plain")
@@ -105,6 +107,18 @@ func BenchmarkMissRatePartition(b *testing.B) {
 	}
 }
 
+// BenchmarkMissRateBreakerCheck is the part of BenchmarkMissRateMissShare that asks whether
+// the upstream's breaker is open, which the engine does for the detector alone.
+func BenchmarkMissRateBreakerCheck(b *testing.B) {
+	h, clock := missRateBenchHandler(b, "bench-missrate-breaker-check")
+	r := missRateRequests(1, true)[0]
+	for i := 0; i < b.N; i++ {
+		if h.breakerOpen(r, clock.t) {
+			b.Fatal("breaker open")
+		}
+	}
+}
+
 // BenchmarkMissRateEngineMiss is a miss through the engine that fetches from a trivial origin
 // and stores the answer, cycling over missRatePaths keys.
 func BenchmarkMissRateEngineMiss(b *testing.B) {
@@ -118,7 +132,8 @@ func BenchmarkMissRateEngineMiss(b *testing.B) {
 }
 
 // BenchmarkMissRateMissShare is what the detector adds to BenchmarkMissRateEngineMiss: the
-// request's partition and missrate.Miss, with the same requests and clock steps.
+// request's partition, the breaker check that keeps refused fetches out of the counts, and
+// missrate.Miss, with the same requests and clock steps.
 func BenchmarkMissRateMissShare(b *testing.B) {
 	h, clock := missRateBenchHandler(b, "bench-missrate-miss-share")
 	rs := missRateRequests(missRatePaths, true)
@@ -126,6 +141,9 @@ func BenchmarkMissRateMissShare(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		clock.t = clock.t.Add(10 * time.Millisecond)
 		r := rs[i%missRatePaths]
+		if h.breakerOpen(r, clock.t) {
+			b.Fatal("breaker open")
+		}
 		if a := missrate.Miss(h.missRate, partition(r), r.URL.RawQuery, clock.t); a != nil {
 			b.Fatalf("anomaly on an ordinary miss load: %+v", a)
 		}
@@ -145,9 +163,9 @@ func BenchmarkMissRateEngineFastHit(b *testing.B) {
 	}
 }
 
-// ratioBlock is how many requests a ratio benchmark times in a row before switching between
+// missRateBlock is how many requests a ratio benchmark times in a row before switching between
 // the engine and the detector alone, so that both see the same load on a shared machine.
-const ratioBlock = 100
+const missRateBlock = 100
 
 // BenchmarkMissRateHitRatio reports the detector's share of a hit on the general path, in
 // percent of the engine's whole hit (the metric "detector-%"), timing the two in alternate
@@ -158,13 +176,13 @@ func BenchmarkMissRateHitRatio(b *testing.B) {
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	var engine, share time.Duration
 	b.ResetTimer()
-	for i := 0; i < b.N; i += ratioBlock {
+	for i := 0; i < b.N; i += missRateBlock {
 		t0 := time.Now()
-		for j := 0; j < ratioBlock; j++ {
+		for j := 0; j < missRateBlock; j++ {
 			h.ServeHTTP(httptest.NewRecorder(), r)
 		}
 		t1 := time.Now()
-		for j := 0; j < ratioBlock; j++ {
+		for j := 0; j < missRateBlock; j++ {
 			missrate.Hit(h.missRate, partition(r))
 		}
 		engine += t1.Sub(t0)
@@ -183,16 +201,18 @@ func BenchmarkMissRateMissRatio(b *testing.B) {
 	rs := missRateRequests(missRatePaths, true)
 	var engine, share time.Duration
 	b.ResetTimer()
-	for i := 0; i < b.N; i += ratioBlock {
+	for i := 0; i < b.N; i += missRateBlock {
 		t0 := time.Now()
-		for j := 0; j < ratioBlock; j++ {
+		for j := 0; j < missRateBlock; j++ {
 			clock.t = clock.t.Add(10 * time.Millisecond)
 			h.ServeHTTP(httptest.NewRecorder(), rs[(i+j)%missRatePaths])
 		}
 		t1 := time.Now()
-		for j := 0; j < ratioBlock; j++ {
+		for j := 0; j < missRateBlock; j++ {
 			r := rs[(i+j)%missRatePaths]
-			missrate.Miss(h2.missRate, partition(r), r.URL.RawQuery, clock.t)
+			if !h2.breakerOpen(r, clock.t) {
+				missrate.Miss(h2.missRate, partition(r), r.URL.RawQuery, clock.t)
+			}
 		}
 		engine += t1.Sub(t0)
 		share += time.Since(t1)

@@ -27,13 +27,14 @@ func (h *Handler) admit(r *http.Request, now time.Time) (*breaker.Breaker, break
 	return b, b.Allow(now)
 }
 
-// breakerOpen tells whether r's upstream's breaker holds fetches back now.
+// breakerOpen tells whether r's upstream's breaker holds fetches back now: open, or half
+// open with its probe out.
 func (h *Handler) breakerOpen(r *http.Request, now time.Time) bool {
 	b := h.e.breaker
 	if b == nil {
 		b = h.e.breakers.Get(breaker.ScopeKey(h.s.Breaker.Scope, r.Host), now)
 	}
-	return b.State(now) == breaker.StateOpen
+	return b.State(now) != breaker.StateClosed
 }
 
 // outcome records a finished fetch with the breaker: a 502, 503 or 504 (Traefik's answers

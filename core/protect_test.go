@@ -86,21 +86,21 @@ func (o *protectOrigin) count(path string) int {
 	return o.calls[path]
 }
 
-// logLines collects what the engine logs.
-type logLines struct {
+// protectLogs collects what the engine logs.
+type protectLogs struct {
 	// mu guards lines.
 	mu    sync.Mutex
 	lines []string
 }
 
-func (l *logLines) add(msg string) {
+func (l *protectLogs) add(msg string) {
 	l.mu.Lock()
 	l.lines = append(l.lines, msg)
 	l.mu.Unlock()
 }
 
 // with returns the lines that contain s.
-func (l *logLines) with(s string) []string {
+func (l *protectLogs) with(s string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
@@ -114,7 +114,7 @@ func (l *logLines) with(s string) []string {
 
 // protectSettings are default settings on clock, with the breaker's jitter at its middle
 // (open periods exactly OpenFor, then doubled) and logs collected in logs.
-func protectSettings(clock *fakeClock, logs *logLines) Settings {
+func protectSettings(clock *fakeClock, logs *protectLogs) Settings {
 	return Settings{
 		Now:     clock.Now,
 		Breaker: breaker.Settings{Rand: func() float64 { return 0.5 }},
@@ -122,8 +122,8 @@ func protectSettings(clock *fakeClock, logs *logLines) Settings {
 	}
 }
 
-// statuses returns n copies of status.
-func statuses(status, n int) []int {
+// repeatStatus returns n copies of status.
+func repeatStatus(status, n int) []int {
 	out := make([]int, n)
 	for i := range out {
 		out[i] = status
@@ -131,9 +131,9 @@ func statuses(status, n int) []int {
 	return out
 }
 
-// fetchURL is the URL of the i-th fetch of a test that wants the origin to answer status:
+// protectURL is the URL of the i-th fetch of a test that wants the origin to answer status:
 // each fetch its own key, so no negative entry answers for the origin.
-func fetchURL(status, i int) string {
+func protectURL(status, i int) string {
 	if status == http.StatusOK {
 		return "http://example.com/ok/" + strconv.Itoa(i)
 	}
@@ -150,25 +150,25 @@ func TestBreakerOpensAtFloor(t *testing.T) {
 		fetches  []int
 		wantOpen bool
 	}{
-		{desc: "19 failures are under the floor", fetches: statuses(503, 19)},
-		{desc: "20 failures open it", fetches: statuses(503, 20), wantOpen: true},
-		{desc: "10 of 20 failed opens it", fetches: append(statuses(200, 10), statuses(503, 10)...), wantOpen: true},
-		{desc: "9 of 20 failed keeps it closed", fetches: append(statuses(200, 11), statuses(503, 9)...)},
-		{desc: "failures first, then successes, keep it closed", fetches: append(statuses(503, 19), statuses(200, 10)...)},
-		{desc: "500s are the origin answering", fetches: statuses(500, 30)},
-		{desc: "500s count with countStatus500", count500: true, fetches: statuses(500, 20), wantOpen: true},
-		{desc: "502 and 504 count", fetches: append(statuses(502, 10), statuses(504, 10)...), wantOpen: true},
+		{desc: "19 failures are under the floor", fetches: repeatStatus(503, 19)},
+		{desc: "20 failures open it", fetches: repeatStatus(503, 20), wantOpen: true},
+		{desc: "10 of 20 failed opens it", fetches: append(repeatStatus(200, 10), repeatStatus(503, 10)...), wantOpen: true},
+		{desc: "9 of 20 failed keeps it closed", fetches: append(repeatStatus(200, 11), repeatStatus(503, 9)...)},
+		{desc: "failures first, then successes, keep it closed", fetches: append(repeatStatus(503, 19), repeatStatus(200, 10)...)},
+		{desc: "500s are the origin answering", fetches: repeatStatus(500, 30)},
+		{desc: "500s count with countStatus500", count500: true, fetches: repeatStatus(500, 20), wantOpen: true},
+		{desc: "502 and 504 count", fetches: append(repeatStatus(502, 10), repeatStatus(504, 10)...), wantOpen: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			logs := &logLines{}
+			logs := &protectLogs{}
 			s := protectSettings(clock, logs)
 			s.BreakerCountStatus500 = tc.count500
 			o := newProtectOrigin()
 			h := newTestHandler(t, s, o)
 			for i, status := range tc.fetches {
-				w := do(t, h, http.MethodGet, fetchURL(status, i))
+				w := do(t, h, http.MethodGet, protectURL(status, i))
 				if w.Code != status {
 					t.Fatalf("fetch %d: status = %d, want the origin's %d", i+1, w.Code, status)
 				}
@@ -205,7 +205,7 @@ func TestBreakerOpensAtFloor(t *testing.T) {
 func tripBreaker(t *testing.T, h *Handler, o *protectOrigin) {
 	t.Helper()
 	for i := 0; i < breaker.DefaultMinRequests; i++ {
-		do(t, h, http.MethodGet, fetchURL(503, 1000+i))
+		do(t, h, http.MethodGet, protectURL(503, 1000+i))
 	}
 	before := o.count("")
 	w := do(t, h, http.MethodGet, "http://example.com/ok/trip-check")
@@ -220,7 +220,7 @@ func tripBreaker(t *testing.T, h *Handler, o *protectOrigin) {
 // (FR-CB-5).
 func TestBreakerOpenRefusesOrServesStale(t *testing.T) {
 	clock := newFakeClock()
-	logs := &logLines{}
+	logs := &protectLogs{}
 	o := newProtectOrigin()
 	h := newTestHandler(t, protectSettings(clock, logs), o)
 	do(t, h, http.MethodGet, "http://example.com/c/sie")
@@ -297,7 +297,7 @@ func TestBreakerOpenRefusesOrServesStale(t *testing.T) {
 // as long, a successful one closes it (FR-CB-3, FR-CB-4).
 func TestBreakerProbe(t *testing.T) {
 	clock := newFakeClock()
-	logs := &logLines{}
+	logs := &protectLogs{}
 	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n <= 21 {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -376,7 +376,7 @@ func TestNegativeCache(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			logs := &logLines{}
+			logs := &protectLogs{}
 			o := newProtectOrigin()
 			h := newTestHandler(t, protectSettings(clock, logs), o)
 			url := "http://example.com" + tc.url
@@ -427,11 +427,34 @@ func TestNegativeCache(t *testing.T) {
 	}
 }
 
+// TestNegativeCacheAnswersHead: a negative entry answers HEAD as it answers GET: the
+// remembered status without reaching the origin (FR-NEG-1). A HEAD retry loop (a health
+// check, a client probing a failing URL) is the same burst the entry exists to absorb.
+func TestNegativeCacheAnswersHead(t *testing.T) {
+	clock := newFakeClock()
+	logs := &protectLogs{}
+	o := newProtectOrigin()
+	h := newTestHandler(t, protectSettings(clock, logs), o)
+	first := do(t, h, http.MethodGet, "http://example.com/s/503/h")
+	if first.Code != http.StatusServiceUnavailable || o.count("") != 1 {
+		t.Fatalf("GET: status %d, origin calls %d; want the origin's 503", first.Code, o.count(""))
+	}
+	for i := 0; i < 3; i++ {
+		w := do(t, h, http.MethodHead, "http://example.com/s/503/h")
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Cache-Status") != "Weir; hit; ttl=2; detail=negative" {
+			t.Errorf("HEAD %d: status %d, Cache-Status %q; want 503 from the negative entry", i+1, w.Code, w.Header().Get("Cache-Status"))
+		}
+	}
+	if got := o.count(""); got != 1 {
+		t.Errorf("origin calls = %d, want 1: HEAD went past the negative entry", got)
+	}
+}
+
 // TestNegativeCacheNotOverStale: a key with a stale answer stored is never answered from a
 // negative entry: each request tries the origin again (or serves stale if allowed).
 func TestNegativeCacheNotOverStale(t *testing.T) {
 	clock := newFakeClock()
-	logs := &logLines{}
+	logs := &protectLogs{}
 	var down int32
 	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if atomic.LoadInt32(&down) != 0 {
@@ -478,7 +501,7 @@ func TestBreakerLearnsFrom(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			logs := &logLines{}
+			logs := &protectLogs{}
 			var down int32
 			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
 				if atomic.LoadInt32(&down) != 0 {
@@ -510,9 +533,9 @@ func TestBreakerLearnsFrom(t *testing.T) {
 	}
 }
 
-// throttleSettings are protectSettings with the miss-rate detector throttling after
+// missRateSettings are protectSettings with the miss-rate detector throttling after
 // minMisses misses within a 10s window.
-func throttleSettings(clock *fakeClock, logs *logLines, minMisses int, throttle bool) Settings {
+func missRateSettings(clock *fakeClock, logs *protectLogs, minMisses int, throttle bool) Settings {
 	s := protectSettings(clock, logs)
 	s.MissRate = missrate.Settings{Window: 10 * time.Second, MinMisses: minMisses, Throttle: throttle}
 	return s
@@ -524,9 +547,9 @@ func throttleSettings(clock *fakeClock, logs *logLines, minMisses int, throttle 
 // throttle ends after a window without the flood (FR-MR-1, FR-MR-2).
 func TestMissRateThrottle(t *testing.T) {
 	clock := newFakeClock()
-	logs := &logLines{}
+	logs := &protectLogs{}
 	o := newProtectOrigin()
-	h := newTestHandler(t, throttleSettings(clock, logs, 10, true), o)
+	h := newTestHandler(t, missRateSettings(clock, logs, 10, true), o)
 	flood := func(i int) string { return "http://example.com/c/flood?cb=" + strconv.Itoa(i) }
 	fetched := func(what string, i int) {
 		t.Helper()
@@ -614,9 +637,9 @@ func TestMissRateThrottle(t *testing.T) {
 // still fetched.
 func TestMissRateReportOnly(t *testing.T) {
 	clock := newFakeClock()
-	logs := &logLines{}
+	logs := &protectLogs{}
 	o := newProtectOrigin()
-	h := newTestHandler(t, throttleSettings(clock, logs, 10, false), o)
+	h := newTestHandler(t, missRateSettings(clock, logs, 10, false), o)
 	for i := 0; i < 40; i++ {
 		w := do(t, h, http.MethodGet, "http://example.com/flood?cb="+strconv.Itoa(i))
 		if w.Code != http.StatusOK {
@@ -656,7 +679,7 @@ func TestMissRateIgnoresCacheAnswers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			logs := &logLines{}
+			logs := &protectLogs{}
 			s := protectSettings(clock, logs)
 			s.MissRate = missrate.Settings{Throttle: true}
 			o := newProtectOrigin()
@@ -685,5 +708,60 @@ func TestMissRateIgnoresCacheAnswers(t *testing.T) {
 				t.Errorf("one key answered from the cache %d times raised %d anomalies, want none: %q", requests, len(lines), lines)
 			}
 		})
+	}
+}
+
+// TestMissRateIgnoresRefusalsWhileProbing: while a half-open breaker's probe is out (which
+// lasts as long as the origin takes to answer it, up to timeouts.origin), every other fetch is
+// refused just as while the breaker is open, and a busy key answered stale meanwhile is one
+// key, not a flood: no anomaly, no throttle.
+func TestMissRateIgnoresRefusalsWhileProbing(t *testing.T) {
+	const requests = 600 // over missRate.minMisses (500) within one window
+	clock := newFakeClock()
+	logs := &protectLogs{}
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			w.Header().Set("Cache-Control", "max-age=1, stale-if-error=60")
+			w.Write([]byte("cached"))
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte("down"))
+	})
+	s := protectSettings(clock, logs)
+	s.MissRate = missrate.Settings{Throttle: true}
+	h := newTestHandler(t, s, o)
+	do(t, h, http.MethodGet, "http://example.com/busy")
+	// With that success, 19 failures fill the window to minRequests (20) and open it.
+	for i := 0; i < breaker.DefaultMinRequests-1; i++ {
+		do(t, h, http.MethodGet, "http://example.com/f/"+strconv.Itoa(i))
+	}
+	clock.Add(5 * time.Second)
+	probeCall := breaker.DefaultMinRequests + 1
+	o.hold(probeCall)
+	probe := serveAsync(h, newRequest(http.MethodGet, "http://example.com/probe"))
+	o.waitEntered(t, probeCall)
+
+	other := 0
+	first := ""
+	for i := 0; i < requests; i++ {
+		w := do(t, h, http.MethodGet, "http://example.com/busy")
+		if cs := w.Header().Get("Cache-Status"); cs != "Weir; hit; ttl=-4; detail=circuit-open" {
+			if other == 0 {
+				first = "request " + strconv.Itoa(i) + ": " + cs
+			}
+			other++
+		}
+	}
+	o.release(probeCall)
+	awaitAnswer(t, probe)
+	if other > 0 {
+		t.Errorf("%d answers other than stale with detail=circuit-open while the probe was out, the first %s", other, first)
+	}
+	if lines := logs.with("miss_rate_anomaly"); len(lines) != 0 {
+		t.Errorf("one key answered stale %d times while the probe was out raised %d anomalies, want none: %q", requests, len(lines), lines)
+	}
+	if got, want := o.callCount(), probeCall; got != want {
+		t.Errorf("origin calls = %d, want %d: only the probe while half-open", got, want)
 	}
 }

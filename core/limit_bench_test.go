@@ -1,0 +1,105 @@
+package core
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/weirproxy/weir/core/limit"
+)
+
+// What the origin concurrency budget adds to a fetch (FR-LIM-1). Every miss, refresh and
+// pass-through takes a slot, and no setting turns the limiter off, so the cost is measured two
+// ways: a whole miss with the default pool and with a pool too large ever to fill (the same
+// Acquire path: the cost does not depend on the pool's size), and Acquire plus release alone
+// as the engine calls them for a miss, to set against the miss. Run them under Yaegi too:
+// YAEGI_TEST_FLAGS="-bench Limiter -run ^$" scripts/yaegi-test.sh core.
+
+// BenchmarkLimiterMiss is a cacheable miss on a key of its own, with the default limiter.
+func BenchmarkLimiterMiss(b *testing.B) {
+	limBenchMiss(b, limit.Settings{})
+}
+
+// BenchmarkLimiterMissHuge is BenchmarkLimiterMiss with a pool that never fills.
+func BenchmarkLimiterMissHuge(b *testing.B) {
+	limBenchMiss(b, limit.Settings{MaxConcurrent: 1 << 30, MaxPerPartition: 1 << 30})
+}
+
+// BenchmarkLimiterAcquireRelease is the limiter's part of a miss: describing the fetch to the
+// limiter, taking a free slot and giving it back.
+func BenchmarkLimiterAcquireRelease(b *testing.B) {
+	h := limBenchHandler(b, limit.Settings{})
+	r := httptest.NewRequest(http.MethodGet, "http://example.com/k/1", nil)
+	req, cancel := h.fetchRequest(r, nil)
+	defer cancel()
+	ctx := req.Context()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		release, err := h.e.limiter.Acquire(ctx, limitRequest(req))
+		if err != nil {
+			b.Fatal(err)
+		}
+		release()
+	}
+}
+
+// BenchmarkLimiterPassThrough is a request for a key marked hit-for-pass: straight to the
+// origin, holding a slot.
+func BenchmarkLimiterPassThrough(b *testing.B) {
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = []string{"no-store"}
+		w.Write([]byte("x"))
+	})
+	h, err := New(limBenchName(b), Settings{Log: limDiscard}, origin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodGet, "http://example.com/a/b", nil)
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+}
+
+func limBenchMiss(b *testing.B, ls limit.Settings) {
+	h := limBenchHandler(b, ls)
+	// The requests are built before the clock starts: only the miss is measured.
+	reqs := make([]*http.Request, b.N)
+	for i := range reqs {
+		reqs[i] = httptest.NewRequest(http.MethodGet, "http://example.com/k/"+strconv.Itoa(i), nil)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, reqs[i])
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d, want 200", w.Code)
+		}
+	}
+}
+
+func limBenchHandler(b *testing.B, ls limit.Settings) *Handler {
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = []string{"max-age=3600"}
+		w.Write([]byte("x"))
+	})
+	h, err := New(limBenchName(b), Settings{Log: limDiscard, Limiter: ls}, origin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
+// limBenchName names a benchmark's engine: each run of the function (b.N grows) gets a fresh
+// engine and cache.
+func limBenchName(b *testing.B) string {
+	return b.Name() + "-" + strconv.FormatInt(atomic.AddInt64(&limBenchRuns, 1), 10)
+}
+
+var limBenchRuns int64
