@@ -11,8 +11,13 @@ import (
 	"github.com/weirproxy/weir/core/store"
 )
 
-// errDetached stops an origin answer's copy once nobody can receive it.
-var errDetached = errors.New("weir: client gone or answer over the size limit")
+// Errors of the fetch path.
+var (
+	// errDetached stops an origin answer's copy once nobody can receive it.
+	errDetached = errors.New("weir: client gone or answer over the size limit")
+	// errLostResult marks a flight that ended without a result.
+	errLostResult = errors.New("weir: flight ended without a result")
+)
 
 // fetchResult is what one origin fetch made on behalf of the cache produced.
 type fetchResult struct {

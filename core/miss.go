@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -102,7 +103,8 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 	req, cancel := h.fetchRequest(r, stale)
 	sk := &sink{w: w, cacheStatus: cacheStatus}
 	h.e.flights.Run(key, c, func() (interface{}, error) {
-		return h.fetch(req, cancel, key, stale, sk), nil
+		res := h.fetch(req, cancel, key, stale, sk)
+		return res, nil
 	})
 	select {
 	case <-c.Done():
@@ -113,12 +115,38 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 	if sk.detach() {
 		return
 	}
-	v, err := c.Result()
+	res, err := flightResult(c)
 	if err != nil {
-		h.failed(w, r, stale, cacheStatus+paramDetail+"origin-panic")
+		h.flightFailed(w, r, stale, cacheStatus, err)
 		return
 	}
-	h.deliver(w, r, v.(*fetchResult), stale, cacheStatus, false)
+	h.deliver(w, r, res, stale, cacheStatus, false)
+}
+
+// flightResult reads a finished flight's result. A flight that ended without one, which
+// Weir's fetch never does but Yaegi was seen to deliver inside Traefik about once in ten
+// thousand fetches under load, is errLostResult.
+func flightResult(c *flight.Call) (*fetchResult, error) {
+	v, err := c.Result()
+	if err != nil {
+		return nil, err
+	}
+	res, ok := v.(*fetchResult)
+	if !ok || res == nil || res.status == 0 && res.open == 0 && res.shed == nil && res.throttled == 0 {
+		return nil, errLostResult
+	}
+	return res, nil
+}
+
+// flightFailed answers a waiter whose flight gave no usable result: a panic in the fetch
+// is a 502 (or stale), a lost result a fetch of the waiter's own.
+func (h *Handler) flightFailed(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, err error) {
+	if err == errLostResult {
+		h.s.Log(fmt.Sprintf("middleware %s: a flight for %s ended without a result; fetching alone", h.e.name, r.URL.Path))
+		h.pass(w, r, "", withDetail(cacheStatus, "flight-lost"))
+		return
+	}
+	h.failed(w, r, stale, cacheStatus+paramDetail+"origin-panic")
 }
 
 // follow waits for another request's fetch, at most coalesce.followerMaxWait (FR-COA-4).
@@ -139,12 +167,11 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 		h.pass(w, r, "", statusFwd+fwdURIMiss+paramDetail+"coalesce-timeout")
 		return
 	}
-	v, err := c.Result()
+	res, err := flightResult(c)
 	if err != nil {
-		h.failed(w, r, stale, cacheStatus+paramDetail+"origin-panic")
+		h.flightFailed(w, r, stale, cacheStatus, err)
 		return
 	}
-	res := v.(*fetchResult)
 	if res.entry != nil && res.varKey != "" && variantKey(key, res.entry.Vary, r) != res.varKey {
 		// The leader's answer is another variant: look up once more, then fetch alone.
 		h.retry(w, r, key)
@@ -217,7 +244,8 @@ func (h *Handler) refresh(r *http.Request, key string, stale *store.Entry) {
 	}
 	req, cancel := h.fetchRequest(r, stale)
 	h.e.flights.Run(key, c, func() (interface{}, error) {
-		return h.fetch(req, cancel, key, stale, nil), nil
+		res := h.fetch(req, cancel, key, stale, nil)
+		return res, nil
 	})
 }
 
