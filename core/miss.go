@@ -106,15 +106,21 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 		res := h.fetch(req, cancel, key, stale, sk)
 		return res, nil
 	})
-	select {
-	case <-c.Done():
-		// Received again: Yaegi v0.16.1's select was seen to take a case whose channel was
-		// not closed yet, about once in 30,000 (docs/yaegi.md); on a closed channel this
-		// returns at once.
-		<-c.Done()
-	case <-r.Context().Done():
-		sk.detach()
-		return
+	// Yaegi v0.16.1's select was seen to take a case whose channel was not ready, about
+	// once in 30,000 (docs/yaegi.md): the flight's channel is received again (at once when
+	// closed), and the client's is believed only with its context's error.
+	gone := r.Context().Done()
+	for waiting := true; waiting; {
+		select {
+		case <-c.Done():
+			<-c.Done()
+			waiting = false
+		case <-gone:
+			if r.Context().Err() != nil {
+				sk.detach()
+				return
+			}
+		}
 	}
 	if sk.detach() {
 		return
@@ -157,14 +163,28 @@ func (h *Handler) flightFailed(w http.ResponseWriter, r *http.Request, key strin
 // follow waits for another request's fetch, at most coalesce.followerMaxWait (FR-COA-4).
 func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string) {
 	timer := time.NewTimer(h.s.FollowerMaxWait)
-	select {
-	case <-c.Done():
-		<-c.Done() // see lead
-		timer.Stop()
-	case <-r.Context().Done():
-		timer.Stop()
-		return
-	case <-timer.C:
+	gone := r.Context().Done()
+	timedOut := false
+	// Each case is checked again, as in lead: Yaegi's select may take one that is not ready.
+	for waiting := true; waiting; {
+		select {
+		case <-c.Done():
+			<-c.Done()
+			waiting = false
+		case <-gone:
+			if r.Context().Err() != nil {
+				timer.Stop()
+				return
+			}
+		case t := <-timer.C:
+			if !t.IsZero() {
+				timedOut = true
+				waiting = false
+			}
+		}
+	}
+	timer.Stop()
+	if timedOut {
 		now := h.s.Now()
 		if stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil)) {
 			h.serveEntry(w, r, stale, now, staleStatus(stale, now, "coalesce-timeout"))

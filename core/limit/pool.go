@@ -114,23 +114,27 @@ func (p *pool) waitLocked(ctx context.Context, req Request) (func(), error) {
 		defer func() { _ = recover() }()
 		p.expire(s)
 	})
-	select {
-	case <-s.ready:
-		// Received again: Yaegi v0.16.1's select was seen to take a case whose channel was
-		// not closed yet, about once in 30,000 (docs/yaegi.md); on a closed channel this
-		// returns at once.
-		<-s.ready
-		stop()
-		// s.state was set before ready was closed, and only the release function changes
-		// it from here on.
-		if s.state == stateHeld {
-			return releaser(p, s), nil
+	// Yaegi v0.16.1's select was seen to take a case whose channel was not ready, about once
+	// in 30,000: ready is received again (at once when closed), and the context is believed
+	// only with its error.
+	for {
+		select {
+		case <-s.ready:
+			<-s.ready
+			stop()
+			// s.state was set before ready was closed, and only the release function
+			// changes it from here on.
+			if s.state == stateHeld {
+				return releaser(p, s), nil
+			}
+			return noRelease, ErrQueueWait
+		case <-done:
+			if ctx.Err() != nil {
+				stop()
+				return p.leave(ctx, s)
+			}
 		}
-		return noRelease, ErrQueueWait
-	case <-done:
 	}
-	stop()
-	return p.leave(ctx, s)
 }
 
 // leave takes s out of the queue once its context has ended, so a client that gives up frees
