@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
@@ -115,7 +116,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serve(w, r)
 		return
 	}
-	if !now.Before(ent.FreshUntil) {
+	// Integers and slices prepared when the entry was stored (store.Hot): no time.Time
+	// method and no map iteration here.
+	nowN := now.UnixNano()
+	names := ent.Hot.Names
+	if nowN >= ent.Hot.FreshNano || names == nil {
 		h.serve(w, r)
 		return
 	}
@@ -123,11 +128,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the hit path in Yaegi. They are hits on URLs without a query, which a cache-busting
 	// flood does not send; the detector counts every lookup of the general path.
 	hdr := w.Header()
-	for k, v := range ent.Header {
-		hdr[k] = v
+	values := ent.Hot.Values
+	for i := 0; i < len(names); i++ {
+		hdr[names[i]] = values[i]
 	}
-	hdr["Age"] = []string{strconv.FormatInt(int64(now.Sub(ent.Born)/time.Second), 10)}
-	hdr["Cache-Status"] = []string{statusHit + strconv.FormatInt(int64(ent.FreshUntil.Sub(now)/time.Second), 10)}
+	hdr["Age"] = []string{strconv.FormatInt((nowN-ent.Hot.BornNano)/int64(time.Second), 10)}
+	hdr["Cache-Status"] = []string{statusHit + strconv.FormatInt((ent.Hot.FreshNano-nowN)/int64(time.Second), 10)}
 	w.WriteHeader(ent.Status)
 	if r.Method != http.MethodHead {
 		w.Write(ent.Body)
@@ -196,6 +202,7 @@ func (h *Handler) get(ctx context.Context, key string, now time.Time) *store.Ent
 // put stores ent, answering req, under key, with a variant index in front of it when the
 // answer varies. It reports whether the entry was stored.
 func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
+	ent.Prepare()
 	ctx, cancel := context.WithTimeout(context.Background(), h.s.StoreTimeout)
 	defer cancel()
 	if len(ent.Vary) == 0 {
@@ -279,10 +286,16 @@ func staleStatus(ent *store.Entry, now time.Time, detail string) string {
 // part is r's partition when the caller has it at hand (the hit path's key of a request
 // without a query); empty, pass computes it.
 func (h *Handler) pass(w http.ResponseWriter, r *http.Request, part, cacheStatus string) {
-	b, permit := h.admit(r, h.s.Now())
-	if !permit.Allowed {
-		h.refuse(w, r, nil, cacheStatus, permit.RetryAfter)
-		return
+	// A closed breaker of scope engine needs no permit here, since no outcome is recorded:
+	// one atomic load instead of a lock.
+	b := h.e.breaker
+	var permit breaker.Permit
+	if b == nil || !breaker.Closed(b) {
+		b, permit = h.admit(r, h.s.Now())
+		if !permit.Allowed {
+			h.refuse(w, r, nil, cacheStatus, permit.RetryAfter)
+			return
+		}
 	}
 	if part == "" {
 		part = partition(r)

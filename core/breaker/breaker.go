@@ -15,6 +15,7 @@ package breaker
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -78,6 +79,10 @@ type Breaker struct {
 	key string
 	s   Settings // defaults applied
 
+	// trippedFlag mirrors tripped for Closed, which reads it without the lock; written
+	// with mu held.
+	trippedFlag int32
+
 	// mu guards every field below.
 	mu sync.Mutex
 	// gen changes with every change of state (trip, probe handed out, close, adopted or forced
@@ -114,6 +119,14 @@ func newBreaker(key string, s Settings) *Breaker {
 // Key returns the key the breaker was made for.
 func (b *Breaker) Key() string {
 	return b.key
+}
+
+// Closed tells, without taking the lock, whether b is closed: a caller that records no
+// outcome (a pass-through request) may then go ahead without a permit. A function rather
+// than a method: in Yaegi a method call costs several times a function call, and this one
+// runs on every pass-through request.
+func Closed(b *Breaker) bool {
+	return atomic.LoadInt32(&b.trippedFlag) == 0
 }
 
 // Allow says whether a fetch may go to the origin now. A closed breaker allows every fetch;
@@ -303,6 +316,7 @@ func (b *Breaker) trip(now time.Time, base time.Duration, r float64) time.Time {
 func (b *Breaker) open(until time.Time) {
 	b.gen++
 	b.tripped = true
+	atomic.StoreInt32(&b.trippedFlag, 1)
 	b.openUntil = until
 	b.probing = false
 	if b.openFor == 0 {
@@ -314,6 +328,7 @@ func (b *Breaker) open(until time.Time) {
 func (b *Breaker) close() {
 	b.gen++
 	b.tripped = false
+	atomic.StoreInt32(&b.trippedFlag, 0)
 	b.openUntil = time.Time{}
 	b.openFor = 0
 	b.probing = false

@@ -262,6 +262,7 @@ func Decode(b []byte) (*Entry, error) {
 	} else if size != 0 {
 		return nil, malformed("body bytes without a body", i)
 	}
+	e.Prepare()
 	return e, nil
 }
 

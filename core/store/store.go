@@ -60,6 +60,33 @@ type Entry struct {
 	// requests for it go straight to the origin without waiting on each other. It holds no
 	// answer.
 	Pass bool
+
+	// Hot holds what the hit path reads, derived from the fields above by Prepare: plain
+	// integers and slices, because in Yaegi each call into compiled code (time.Time's
+	// methods, a map iteration step) costs a fraction of a microsecond. Zero until Prepare.
+	Hot Hot
+}
+
+// Hot is an entry's hit-path view.
+type Hot struct {
+	// BornNano and FreshNano are Born and FreshUntil in Unix nanoseconds.
+	BornNano, FreshNano int64
+	// Names and Values are Header's fields in two parallel slices.
+	Names  []string
+	Values [][]string
+}
+
+// Prepare fills e.Hot from e's other fields. Call it before handing e to a Store: stores
+// serve entries as they were given (Decode prepares what it decodes).
+func (e *Entry) Prepare() {
+	e.Hot.BornNano = e.Born.UnixNano()
+	e.Hot.FreshNano = e.FreshUntil.UnixNano()
+	e.Hot.Names = make([]string, 0, len(e.Header))
+	e.Hot.Values = make([][]string, 0, len(e.Header))
+	for k, v := range e.Header {
+		e.Hot.Names = append(e.Hot.Names, k)
+		e.Hot.Values = append(e.Hot.Values, v)
+	}
 }
 
 // Size estimates the bytes an entry holds, for byte budgets.
