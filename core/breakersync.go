@@ -26,6 +26,10 @@ const breakerKeyPrefix = "\x00breaker:"
 // One breakerSync lives as long as the engine's breaker group, across reloads; the store it
 // writes to is the engine's current one.
 type breakerSync struct {
+	// prefix names the middleware in the shared keys: middlewares sharing a store keep
+	// breakers of their own.
+	prefix string
+
 	// lastRead is the UnixNano of the last read started; reading is 1 while one runs.
 	lastRead int64
 	reading  int32
@@ -60,7 +64,7 @@ func (bs *breakerSync) tripped(key string, until time.Time, timeout time.Duratio
 		defer recoverTo(log, "sharing a breaker's deadline")
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		st.Set(ctx, breakerKeyPrefix+key, &store.Entry{Born: until, FreshUntil: until, KeepUntil: until})
+		st.Set(ctx, bs.prefix+key, &store.Entry{Born: until, FreshUntil: until, KeepUntil: until})
 	}()
 }
 
@@ -85,7 +89,7 @@ func (h *Handler) observeShared(key string, now time.Time) {
 		defer recoverTo(log, "reading a shared breaker deadline")
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		ent, err := st.Get(ctx, breakerKeyPrefix+key)
+		ent, err := st.Get(ctx, bs.prefix+key)
 		if err != nil || ent == nil {
 			return
 		}

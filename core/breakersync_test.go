@@ -10,7 +10,8 @@ import (
 )
 
 // Two instances sharing a store: a breaker that trips on one opens on the other at its next
-// origin fetch, without waiting for failures of its own.
+// origin fetch, without waiting for failures of its own. Another middleware sharing the
+// store keeps its own breaker.
 func TestBreakerDeadlineSharedThroughTheStore(t *testing.T) {
 	clock := newFakeClock()
 	shared := store.NewMemory(store.MemorySettings{})
@@ -26,6 +27,9 @@ func TestBreakerDeadlineSharedThroughTheStore(t *testing.T) {
 	}
 	a := newTestHandler(t, settings(), failing)
 	b := newTestHandler(t, settings(), healthy)
+	// Two instances of one middleware: one process holds one engine per name, so the test
+	// gives B's engine A's name in the shared keys.
+	b.e.breakerSync.prefix = a.e.breakerSync.prefix
 
 	for i := 0; i < breaker.DefaultMinRequests; i++ {
 		do(t, a, http.MethodGet, "http://example.com/fail/"+itoa(int64(i)))
@@ -33,7 +37,7 @@ func TestBreakerDeadlineSharedThroughTheStore(t *testing.T) {
 	if got := a.e.breaker.State(clock.Now()); got != breaker.StateOpen {
 		t.Fatalf("instance A's breaker is %s after %d failures, want open", breaker.StateName(got), breaker.DefaultMinRequests)
 	}
-	waitStored(t, shared, breakerKeyPrefix+a.e.breaker.Key())
+	waitStored(t, shared, a.e.breakerSync.prefix+a.e.breaker.Key())
 
 	// B's next origin fetch reads the shared deadline in the background.
 	do(t, b, http.MethodGet, "http://example.com/ok/1")
@@ -47,6 +51,14 @@ func TestBreakerDeadlineSharedThroughTheStore(t *testing.T) {
 	w := do(t, b, http.MethodGet, "http://example.com/ok/2")
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Errorf("B with the shared breaker open: %d, Retry-After %q; want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+
+	other := newTestHandler(t, settings(), healthy)
+	for i := 0; i < 3; i++ {
+		if w := do(t, other, http.MethodGet, "http://example.com/other/"+itoa(int64(i))); w.Code != http.StatusOK {
+			t.Fatalf("another middleware on the same store: %d %q, want 200 (its breaker is its own)", w.Code, w.Header().Get("Cache-Status"))
+		}
+		clock.Add(time.Second)
 	}
 }
 
