@@ -3,6 +3,7 @@ package weir
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -142,6 +143,9 @@ func parseCount(field, value string) (int, error) {
 	return n, nil
 }
 
+// maxDurationSeconds bounds a bare number of seconds: about 292 years fit a time.Duration.
+const maxDurationSeconds = 1e9
+
 // parseDuration reads a Go duration ("10s", "1m30s"); a bare number is seconds, as labels
 // often carry one. Empty means unset.
 func parseDuration(field, value string) (time.Duration, error) {
@@ -152,6 +156,11 @@ func parseDuration(field, value string) (time.Duration, error) {
 	if n, err := strconv.ParseFloat(v, 64); err == nil {
 		if n < 0 {
 			return 0, fmt.Errorf("%w: %s: %q must not be negative", errConfig, field, value)
+		}
+		// NaN, infinities and values past time.Duration's range would convert to
+		// whatever the platform makes of them.
+		if math.IsNaN(n) || n > maxDurationSeconds {
+			return 0, fmt.Errorf("%w: %s: %q is not a duration such as \"10s\"", errConfig, field, value)
 		}
 		return time.Duration(n * float64(time.Second)), nil
 	}
@@ -191,7 +200,7 @@ func parseSize(field, value string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseFloat(v, 64)
-	if err != nil || n < 0 || n*float64(mult) > 1<<50 {
+	if err != nil || math.IsNaN(n) || n < 0 || n*float64(mult) > 1<<50 {
 		return 0, fmt.Errorf("%w: %s: %q is not a size such as \"32MiB\"", errConfig, field, value)
 	}
 	return int64(n * float64(mult)), nil
