@@ -300,14 +300,21 @@ func (h *Handler) pass(w http.ResponseWriter, r *http.Request, part, cacheStatus
 	if part == "" {
 		part = partition(r)
 	}
-	release, err := h.e.limiter.Acquire(r.Context(), limit.Request{Partition: part, Host: r.Host, Upload: hasBody(r)})
-	if err != nil {
-		b.Release(permit, h.s.Now())
-		h.shed(w, r, cacheStatus, err)
-		return
+	upload := hasBody(r)
+	// Deferred releases: a panic in the next handler must not keep the slot.
+	if slot := limit.Take(h.e.limiter, part, r.Host, upload); slot != nil {
+		defer limit.Return(slot)
+	} else {
+		release, err := h.e.limiter.Acquire(r.Context(), limit.Request{Partition: part, Host: r.Host, Upload: upload})
+		if err != nil {
+			if permit.Allowed {
+				b.Release(permit, h.s.Now())
+			}
+			h.shed(w, r, cacheStatus, err)
+			return
+		}
+		defer release()
 	}
-	// A deferred release: a panic in the next handler must not keep the slot.
-	defer release()
 	w.Header()["Cache-Status"] = []string{cacheStatus}
 	if !permit.Probe {
 		h.next.ServeHTTP(w, r)

@@ -234,3 +234,35 @@ func contextDone(ctx context.Context) error {
 // variable because Yaegi cannot return a top-level function as a func value ("reflect.Set:
 // value of type *interp.node is not assignable to type func()").
 var noRelease = func() {}
+
+// Slot is an origin slot taken by Take, given back by Return.
+type Slot struct {
+	p *pool
+	s *slot
+}
+
+// Take is Acquire's path for a slot free at once, as functions rather than methods and
+// without a closure: in Yaegi each of those costs microseconds, and pass-through requests
+// take a slot each. It returns nil when the request would have to queue; the caller then
+// calls Acquire, which queues it.
+func Take(l *Limiter, partition, host string, upload bool) *Slot {
+	p := l.fetch
+	if upload {
+		p = l.upload
+	}
+	p.mu.Lock()
+	if p.head != nil || !p.eligibleLocked(partition, host) {
+		// Waiters come first: a request that finds others queued joins them.
+		p.mu.Unlock()
+		return nil
+	}
+	s := &slot{partition: partition, host: host}
+	p.takeLocked(s)
+	p.mu.Unlock()
+	return &Slot{p: p, s: s}
+}
+
+// Return gives a slot from Take back; a second Return of the same slot does nothing.
+func Return(s *Slot) {
+	giveBack(s.p, s.s)
+}

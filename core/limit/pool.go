@@ -172,31 +172,34 @@ func (p *pool) expire(s *slot) {
 // releaser returns the idempotent function that gives s back: the first call frees the slot
 // and grants it to the oldest eligible waiter, later calls do nothing.
 func releaser(p *pool, s *slot) func() {
-	return func() {
-		p.mu.Lock()
-		if s.state != stateHeld {
-			p.mu.Unlock()
-			return
-		}
-		s.state = stateReleased
-		p.inFlight--
-		if n := p.byPartition[s.partition]; n > 1 {
-			p.byPartition[s.partition] = n - 1
-		} else {
-			delete(p.byPartition, s.partition)
-		}
-		if s.hostCounted {
-			if n := p.byHost[s.host]; n > 1 {
-				p.byHost[s.host] = n - 1
-			} else {
-				delete(p.byHost, s.host)
-			}
-		}
-		if p.head != nil {
-			p.grantLocked()
-		}
+	return func() { giveBack(p, s) }
+}
+
+// giveBack returns s's slot to p, once.
+func giveBack(p *pool, s *slot) {
+	p.mu.Lock()
+	if s.state != stateHeld {
 		p.mu.Unlock()
+		return
 	}
+	s.state = stateReleased
+	p.inFlight--
+	if n := p.byPartition[s.partition]; n > 1 {
+		p.byPartition[s.partition] = n - 1
+	} else {
+		delete(p.byPartition, s.partition)
+	}
+	if s.hostCounted {
+		if n := p.byHost[s.host]; n > 1 {
+			p.byHost[s.host] = n - 1
+		} else {
+			delete(p.byHost, s.host)
+		}
+	}
+	if p.head != nil {
+		p.grantLocked()
+	}
+	p.mu.Unlock()
 }
 
 // eligibleLocked says whether a fetch for partition and host may take a free slot.
