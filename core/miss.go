@@ -106,21 +106,9 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 		res := h.fetch(req, cancel, key, stale, sk)
 		return res, nil
 	})
-	// Yaegi v0.16.1's select was seen to take a case whose channel was not ready, about
-	// once in 30,000 (docs/yaegi.md): the flight's channel is received again (at once when
-	// closed), and the client's is believed only with its context's error.
-	gone := r.Context().Done()
-	for waiting := true; waiting; {
-		select {
-		case <-c.Done():
-			<-c.Done()
-			waiting = false
-		case <-gone:
-			if r.Context().Err() != nil {
-				sk.detach()
-				return
-			}
-		}
+	if waitFlight(c, r, nil) == clientGone {
+		sk.detach()
+		return
 	}
 	if sk.detach() {
 		return
@@ -160,31 +148,46 @@ func (h *Handler) flightFailed(w http.ResponseWriter, r *http.Request, key strin
 	h.failed(w, r, stale, cacheStatus+paramDetail+"origin-panic")
 }
 
-// follow waits for another request's fetch, at most coalesce.followerMaxWait (FR-COA-4).
-func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string) {
-	timer := time.NewTimer(h.s.FollowerMaxWait)
+// What waitFlight saw.
+const (
+	flightDone = iota
+	clientGone
+	waitTimedOut
+)
+
+// waitFlight waits for c to finish, r's client to leave, or timeout (nil: no bound). Each
+// case is believed only when its channel really is ready: Yaegi v0.16.1's select was seen
+// to take one that was not, about once in 30,000 (docs/yaegi.md). The flight's channel is
+// received again (at once when closed), the client's is checked with its context's error,
+// a timer's by the time it sent.
+func waitFlight(c *flight.Call, r *http.Request, timeout <-chan time.Time) int {
 	gone := r.Context().Done()
-	timedOut := false
-	// Each case is checked again, as in lead: Yaegi's select may take one that is not ready.
-	for waiting := true; waiting; {
+	for {
 		select {
 		case <-c.Done():
 			<-c.Done()
-			waiting = false
+			return flightDone
 		case <-gone:
 			if r.Context().Err() != nil {
-				timer.Stop()
-				return
+				return clientGone
 			}
-		case t := <-timer.C:
+		case t := <-timeout:
 			if !t.IsZero() {
-				timedOut = true
-				waiting = false
+				return waitTimedOut
 			}
 		}
 	}
+}
+
+// follow waits for another request's fetch, at most coalesce.followerMaxWait (FR-COA-4).
+func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string) {
+	timer := time.NewTimer(h.s.FollowerMaxWait)
+	outcome := waitFlight(c, r, timer.C)
 	timer.Stop()
-	if timedOut {
+	if outcome == clientGone {
+		return
+	}
+	if outcome == waitTimedOut {
 		now := h.s.Now()
 		if stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil)) {
 			h.serveEntry(w, r, stale, now, staleStatus(stale, now, "coalesce-timeout"))
