@@ -300,7 +300,8 @@ func (h *Handler) pass(w http.ResponseWriter, r *http.Request, part, cacheStatus
 	if part == "" {
 		part = partition(r)
 	}
-	upload := hasBody(r)
+	// A body is a length other than zero: -1 is a chunked one (hasBody, written out).
+	upload := r.ContentLength != 0
 	// Deferred releases: a panic in the next handler must not keep the slot.
 	if slot := limit.Take(h.e.limiter, part, r.Host, upload); slot != nil {
 		defer limit.Return(slot)

@@ -250,14 +250,25 @@ func Take(l *Limiter, partition, host string, upload bool) *Slot {
 	if upload {
 		p = l.upload
 	}
+	// eligibleLocked and takeLocked written out: each call is an interpreted frame.
 	p.mu.Lock()
-	if p.head != nil || !p.eligibleLocked(partition, host) {
+	n := p.byPartition[partition]
+	if p.head != nil || p.inFlight >= p.caps.size || n >= p.caps.perPartition ||
+		(p.caps.perHost > 0 && p.byHost[host] >= p.caps.perHost) {
 		// Waiters come first: a request that finds others queued joins them.
 		p.mu.Unlock()
 		return nil
 	}
-	s := &slot{partition: partition, host: host}
-	p.takeLocked(s)
+	s := &slot{partition: partition, host: host, state: stateHeld}
+	p.byPartition[partition] = n + 1
+	if p.caps.perHost > 0 {
+		p.byHost[host]++
+		s.hostCounted = true
+	}
+	p.inFlight++
+	if p.inFlight > p.highWater {
+		p.highWater = p.inFlight
+	}
 	p.mu.Unlock()
 	return &Slot{p: p, s: s}
 }
