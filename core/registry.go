@@ -37,6 +37,10 @@ type engine struct {
 	missRate    *missrate.Detector
 	missConf    string
 	log         func(msg string)
+	// now, breakerScope and storeTimeout serve the operator controls (control.go).
+	now          func() time.Time
+	breakerScope string
+	storeTimeout time.Duration
 }
 
 func (e *engine) fetchPanicked(key string, r interface{}) {
@@ -67,8 +71,13 @@ func engineFor(name string, s Settings) (*engine, error) {
 		old = &engine{}
 	}
 	e := &engine{
-		name:        name,
-		log:         s.Log,
+		name: name,
+		log:  s.Log,
+
+		now:          s.Now,
+		breakerScope: s.Breaker.Scope,
+		storeTimeout: s.StoreTimeout,
+
 		fingerprint: s.fingerprint(),
 		leaderAge:   s.LeaderMaxAge,
 		breakerConf: fmt.Sprintf("%+v", s.Breaker),

@@ -1,0 +1,60 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+)
+
+// ErrNoEngine is returned by the operator controls for a middleware name that no
+// configuration has built.
+var ErrNoEngine = errors.New("no such middleware")
+
+// OpenBreaker opens by hand the breaker that guards host's upstream in the middleware name
+// (any host for scope engine) for d (zero: breaker.openFor). With a shared store, the other
+// instances adopt the deadline at their next origin fetch. It is the operator's switch, for
+// the admin API to expose.
+func OpenBreaker(name, host string, d time.Duration) error {
+	e, b, err := controlled(name, host)
+	if err != nil {
+		return err
+	}
+	b.ForceOpen(e.now(), d)
+	return nil
+}
+
+// CloseBreaker closes by hand the breaker that guards host's upstream in the middleware name
+// and clears its counts, so the failures that opened it cannot reopen it at once. With a
+// shared store it also clears the shared deadline, or the next read would adopt it again.
+func CloseBreaker(name, host string) error {
+	e, b, err := controlled(name, host)
+	if err != nil {
+		return err
+	}
+	b.ForceClose(e.now())
+	if st, _ := e.breakerSync.current(); st != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), e.storeTimeout)
+		defer cancel()
+		if err := st.Delete(ctx, e.breakerSync.prefix+b.Key()); err != nil {
+			return fmt.Errorf("clearing the shared deadline of %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func controlled(name, host string) (*engine, *breaker.Breaker, error) {
+	registry.mu.Lock()
+	e := registry.engines[name]
+	registry.mu.Unlock()
+	if e == nil {
+		return nil, nil, fmt.Errorf("%w: %q", ErrNoEngine, name)
+	}
+	b := e.breaker
+	if b == nil {
+		b = e.breakers.Get(breaker.ScopeKey(e.breakerScope, host), e.now())
+	}
+	return e, b, nil
+}

@@ -1,0 +1,63 @@
+package core
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/store"
+)
+
+func TestOperatorOpensAndClosesTheBreaker(t *testing.T) {
+	clock := newFakeClock()
+	shared := store.NewMemory(store.MemorySettings{})
+	failing := true
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if failing {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Write([]byte("ok"))
+	})
+	h := newTestHandler(t, Settings{Now: clock.Now, Store: shared, StoreID: "ops"}, o)
+	name := h.e.name
+
+	if err := OpenBreaker(name, "example.com", 30*time.Second); err != nil {
+		t.Fatalf("OpenBreaker: %v", err)
+	}
+	w := do(t, h, http.MethodGet, "http://example.com/a")
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "30" {
+		t.Fatalf("opened by hand: %d, Retry-After %q; want 503, 30", w.Code, w.Header().Get("Retry-After"))
+	}
+	if got := o.callCount(); got != 0 {
+		t.Errorf("origin calls while open = %d, want 0", got)
+	}
+	waitStored(t, shared, h.e.breakerSync.prefix+h.e.breaker.Key())
+
+	// Failures that would trip it at once if counted again: closing clears the counts.
+	failing = false
+	if err := CloseBreaker(name, "example.com"); err != nil {
+		t.Fatalf("CloseBreaker: %v", err)
+	}
+	if got := h.e.breaker.State(clock.Now()); got != breaker.StateClosed {
+		t.Fatalf("after CloseBreaker the breaker is %s, want closed", breaker.StateName(got))
+	}
+	if store.Lookup(shared, h.e.breakerSync.prefix+h.e.breaker.Key()) != nil {
+		t.Error("the shared deadline outlived CloseBreaker: other instances would adopt it again")
+	}
+	if w := do(t, h, http.MethodGet, "http://example.com/b"); w.Code != http.StatusOK {
+		t.Errorf("after CloseBreaker: %d %q, want 200", w.Code, w.Header().Get("Cache-Status"))
+	}
+}
+
+func TestOperatorControlsNameTheMiddleware(t *testing.T) {
+	if err := OpenBreaker("no-such-middleware", "", 0); !errors.Is(err, ErrNoEngine) {
+		t.Errorf("OpenBreaker of an unknown middleware: %v, want ErrNoEngine", err)
+	}
+	if err := CloseBreaker("no-such-middleware", ""); !errors.Is(err, ErrNoEngine) {
+		t.Errorf("CloseBreaker of an unknown middleware: %v, want ErrNoEngine", err)
+	}
+}
