@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -87,12 +88,14 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	}
 	// Every fetch holds an origin slot until its answer is buffered or streamed (FR-LIM-1);
 	// a background refresh never queues and never takes the foreground's reserve (FR-LIM-4).
+	// The cache's fetches carry no body; the partition is the key's, already at hand.
+	lreq := limit.Request{Partition: partitionOf(key), Host: req.Host}
 	var release func()
 	var err error
 	if sk == nil {
-		release, err = h.e.limiter.TryAcquire(limitRequest(req))
+		release, err = h.e.limiter.TryAcquire(lreq)
 	} else {
-		release, err = h.e.limiter.Acquire(req.Context(), limitRequest(req))
+		release, err = h.e.limiter.Acquire(req.Context(), lreq)
 	}
 	if err != nil {
 		b.Release(permit, h.s.Now())

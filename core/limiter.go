@@ -15,8 +15,10 @@ func limitRequest(r *http.Request) limit.Request {
 	return limit.Request{Partition: partition(r), Host: r.Host, Upload: hasBody(r)}
 }
 
+// hasBody tells a request with a body by its length: -1 is a chunked one, and a server
+// gives a request without one a length of zero. Handler.pass writes this test out.
 func hasBody(r *http.Request) bool {
-	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+	return r.ContentLength != 0
 }
 
 // shed answers a request the limiter turned away: 503 with Retry-After and the reason in
@@ -25,10 +27,7 @@ func (h *Handler) shed(w http.ResponseWriter, r *http.Request, cacheStatus strin
 	if errors.Is(err, limit.ErrContextDone) {
 		return
 	}
-	hdr := w.Header()
-	hdr["Retry-After"] = h.retryAfter
-	hdr["Cache-Status"] = []string{withDetail(cacheStatus, limit.Detail(err))}
-	http.Error(w, "origin busy, retry later", http.StatusServiceUnavailable)
+	unavailable(w, cacheStatus, limit.Detail(err), h.retryAfter)
 }
 
 // retryAfterSeconds is the Retry-After sent with shed answers: the queue wait, at least 1s.

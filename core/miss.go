@@ -189,7 +189,7 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 	}
 	if outcome == waitTimedOut {
 		now := h.s.Now()
-		if stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil)) {
+		if servableStale(stale, now) {
 			h.serveEntry(w, r, stale, now, staleStatus(stale, now, "coalesce-timeout"))
 			return
 		}

@@ -53,29 +53,39 @@ func (h *Handler) outcome(b *breaker.Breaker, p breaker.Permit, ctx context.Cont
 // refuse answers a request whose upstream's breaker is open: stale where allowed, otherwise
 // a fast 503 with Retry-After set to the time left (FR-CB-5).
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, retryAfter time.Duration) {
-	now := h.s.Now()
-	if stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil)) {
-		h.serveEntry(w, r, stale, now, staleStatus(stale, now, "circuit-open"))
-		return
-	}
-	hdr := w.Header()
-	hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(retryAfter), 10)}
-	hdr["Cache-Status"] = []string{withDetail(cacheStatus, "circuit-open")}
-	http.Error(w, "origin unavailable, retry later", http.StatusServiceUnavailable)
+	h.heldBack(w, r, stale, cacheStatus, "circuit-open", retryAfter)
 }
 
 // throttle answers a miss on a partition the miss-rate detector holds back: stale where
 // allowed, otherwise 503 with Retry-After set to the rest of the window.
 func (h *Handler) throttle(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, wait time.Duration) {
+	h.heldBack(w, r, stale, cacheStatus, "miss-rate", wait)
+}
+
+// heldBack answers a request that a protection keeps from the origin for a while: the stale
+// answer while stale-if-error or stale-while-revalidate allow it, otherwise 503.
+func (h *Handler) heldBack(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus, detail string, retryAfter time.Duration) {
 	now := h.s.Now()
-	if stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil)) {
-		h.serveEntry(w, r, stale, now, staleStatus(stale, now, "miss-rate"))
+	if servableStale(stale, now) {
+		h.serveEntry(w, r, stale, now, staleStatus(stale, now, detail))
 		return
 	}
+	unavailable(w, cacheStatus, detail, []string{strconv.FormatInt(ceilSeconds(retryAfter), 10)})
+}
+
+// servableStale tells whether a stale entry may still be served in place of the origin's
+// answer (RFC 5861 sections 3 and 4).
+func servableStale(stale *store.Entry, now time.Time) bool {
+	return stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil))
+}
+
+// unavailable writes the 503 of a request Weir does not send to the origin, with the reason
+// in Cache-Status and when to come back in Retry-After.
+func unavailable(w http.ResponseWriter, cacheStatus, detail string, retryAfter []string) {
 	hdr := w.Header()
-	hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(wait), 10)}
-	hdr["Cache-Status"] = []string{withDetail(cacheStatus, "miss-rate")}
-	http.Error(w, "too many distinct requests on this path, retry later", http.StatusServiceUnavailable)
+	hdr["Retry-After"] = retryAfter
+	hdr["Cache-Status"] = []string{withDetail(cacheStatus, detail)}
+	http.Error(w, "origin unavailable, retry later", http.StatusServiceUnavailable)
 }
 
 // reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).
