@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -298,14 +299,33 @@ func (tr *Traefik) exitError() error {
 	return fmt.Errorf("%w: %v", errExited, tr.waitErr)
 }
 
+// handedOut holds the ports freePort has returned: a port is free when picked but stays
+// unbound until its user starts (a Traefik entry point, a Redis left down on purpose), and
+// the kernel may offer it again meanwhile.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: make(map[int]bool)}
+
+// freePort returns a 127.0.0.1 port nothing listens on and no caller of this process has
+// been given before.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
+	for i := 0; i < 100; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		handedOut.Lock()
+		seen := handedOut.ports[port]
+		handedOut.ports[port] = true
+		handedOut.Unlock()
+		if !seen {
+			return port, nil
+		}
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return port, nil
+	return 0, fmt.Errorf("free port: the kernel kept offering ports already handed out")
 }
 
 func newClient() *http.Client {
