@@ -120,6 +120,7 @@ func TestLimiterFairness(t *testing.T) {
 		perPartition = 16
 		floodClients = 64
 		samples      = 300
+		warmup       = 50
 		// otherWorkers send the other paths' requests, each one after the other: the
 		// measurement is of waiting for a slot, not of Traefik's own concurrency.
 		otherWorkers = 2
@@ -138,7 +139,9 @@ func TestLimiterFairness(t *testing.T) {
 	// arrivals tells a slow answer's time before the origin (Traefik, Weir, the limiter's
 	// queue) from its time after.
 	arrivals := newLimArrivals()
-	const otherPaths = 4 * samples
+	// Paths enough for the warm-up, three measurements of two runs each and the control:
+	// every request of the other paths is a miss on a path of its own.
+	const otherPaths = warmup + 3*2*samples + samples/3
 	for i := 0; i < otherPaths; i++ {
 		o.Handle(fmt.Sprintf("/fair/other/%d", i), func(w http.ResponseWriter, r *http.Request) {
 			arrivals.note(r.URL.Path)
@@ -161,8 +164,8 @@ func TestLimiterFairness(t *testing.T) {
 	limLogPanics(t, tr)
 
 	next := 0
-	others := func() []string {
-		p := make([]string, samples)
+	others := func(n int) []string {
+		p := make([]string, n)
 		for i := range p {
 			p[i] = fmt.Sprintf("/fair/other/%d", next)
 			next++
@@ -171,7 +174,7 @@ func TestLimiterFairness(t *testing.T) {
 	}
 	check := func(r limReply) string { return limWantStatus(r, "uri-miss") }
 	// A first round warms Traefik and the connections; it is not measured.
-	limBurst(t, tr, others()[:50], otherWorkers, 30*time.Second, arrivals, check)
+	limBurst(t, tr, others(warmup), otherWorkers, 30*time.Second, arrivals, check)
 
 	// Up to three measurements, each a run without the flood and one with it: the machine
 	// is shared, and one burst of someone else's load can stretch a p99. A flood that really
@@ -179,7 +182,7 @@ func TestLimiterFairness(t *testing.T) {
 	var ratio float64
 	var base limStats
 	for attempt := 1; attempt <= 3; attempt++ {
-		base = limBurst(t, tr, others(), otherWorkers, 60*time.Second, arrivals, check)
+		base = limBurst(t, tr, others(samples), otherWorkers, 60*time.Second, arrivals, check)
 		t.Logf("attempt %d: other paths without the flood: %s", attempt, base)
 		base.mustBeClean(t, "other paths without the flood")
 
@@ -187,7 +190,7 @@ func TestLimiterFairness(t *testing.T) {
 		if !waitFor(5*time.Second, func() bool { return atomic.LoadInt64(&searchInFlight) >= perPartition }) {
 			t.Fatalf("the flood never held %d slots at the origin (in flight %d)", perPartition, atomic.LoadInt64(&searchInFlight))
 		}
-		during := limBurst(t, tr, others(), otherWorkers, 60*time.Second, arrivals, check)
+		during := limBurst(t, tr, others(samples), otherWorkers, 60*time.Second, arrivals, check)
 		fs := flood.stop(t)
 		t.Logf("attempt %d: other paths during the flood: %s", attempt, during)
 		t.Logf("attempt %d: flood: %s; origin /fair/search peak in flight %d (cap %d)", attempt, fs, atomic.LoadInt64(&searchPeak), perPartition)
@@ -220,7 +223,7 @@ func TestLimiterFairness(t *testing.T) {
 	if !waitFor(5*time.Second, func() bool { return atomic.LoadInt64(&searchInFlight) >= slots }) {
 		t.Fatalf("control: the flood never held %d slots (in flight %d)", slots, atomic.LoadInt64(&searchInFlight))
 	}
-	control := limBurst(t, tr, others()[:samples/3], otherWorkers, 60*time.Second, arrivals, nil)
+	control := limBurst(t, tr, others(samples/3), otherWorkers, 60*time.Second, arrivals, nil)
 	cs := flood.stop(t)
 	t.Logf("control, no partition cap: other paths %s; flood %s", control, cs)
 	if float64(control.p99) <= limLatencyRatio*float64(base.p99) {
