@@ -116,6 +116,13 @@ func (c *Config) protections(s *core.Settings) error {
 	}
 	s.StoreURL = strings.TrimSpace(c.Store.URL)
 	s.StoreKeyPrefix = c.Store.KeyPrefix
+	if strings.TrimSpace(c.Store.NearCache) != "" {
+		near, err := parseBool("store.nearCache", c.Store.NearCache)
+		if err != nil {
+			return err
+		}
+		s.StoreNoNearCache = !near
+	}
 	return nil
 }
 

@@ -130,6 +130,9 @@ type StoreConfig struct {
 	URL string `json:"url,omitempty"`
 	// KeyPrefix prefixes every key ("weir:").
 	KeyPrefix string `json:"keyPrefix,omitempty"`
+	// NearCache keeps copies of entries read from the store in this Traefik, within
+	// cache.maxSize, while the server pushes their invalidations ("true").
+	NearCache string `json:"nearCache,omitempty"`
 }
 
 // CreateConfig returns the configuration Traefik decodes the operator's values onto.

@@ -38,8 +38,10 @@ type Handler struct {
 	s      Settings
 	keyer  keyer
 	policy policy
-	// mem is the engine's store when it is process memory: the hit path calls it directly.
+	// mem is the engine's store when it is process memory.
 	mem *store.Memory
+	// hot is what the hit path reads directly: mem, or the shared store's near tier.
+	hot *store.Memory
 	// missRate is the engine's miss-rate detector, told of every lookup that could hit.
 	missRate *missrate.Detector
 	// passStatus is the Cache-Status of a request for a key marked hit-for-pass, built once.
@@ -68,6 +70,7 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		keyer:  newKeyer(s.QueryDrop),
 		policy: policy{defaultTTL: s.DefaultTTL, maxEntrySize: s.MaxEntrySize},
 		mem:    e.mem,
+		hot:    e.hot,
 
 		missRate: e.missRate,
 
@@ -91,7 +94,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// built as partition builds it, from RequestURI (origin form, no query).
 	ru := r.RequestURI
 	rh := r.Header
-	if h.mem == nil || r.URL.RawQuery != "" || len(ru) == 0 || ru[0] != '/' || len(rh["Upgrade"]) > 0 {
+	if h.hot == nil || r.URL.RawQuery != "" || len(ru) == 0 || ru[0] != '/' || len(rh["Upgrade"]) > 0 {
 		h.serve(w, r)
 		return
 	}
@@ -101,7 +104,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		key = "https://" + r.Host + ru
 	}
-	ent := store.Lookup(h.mem, key)
+	ent := store.Lookup(h.hot, key)
 	if ent == nil || ent.VaryIndex || len(rh["Cache-Control"]) > 0 || len(rh["Pragma"]) > 0 ||
 		len(rh["If-None-Match"]) > 0 || len(rh["If-Modified-Since"]) > 0 {
 		h.serve(w, r)

@@ -20,6 +20,8 @@ type engine struct {
 	name        string
 	fingerprint string
 	mem         *store.Memory // the store when it is process memory; nil otherwise
+	// hot is what the hit path reads directly: mem, or the shared store's near tier.
+	hot *store.Memory
 	store       store.Store
 	flights     *flight.Group
 	leaderAge   time.Duration
@@ -86,9 +88,9 @@ func engineFor(name string, s Settings) (*engine, error) {
 	}
 	var err error
 	if old.store != nil && old.fingerprint == e.fingerprint {
-		e.store, e.mem, e.closer = old.store, old.mem, old.closer
+		e.store, e.mem, e.hot, e.closer = old.store, old.mem, old.hot, old.closer
 	} else {
-		if e.store, e.mem, err = newStore(name, s); err != nil {
+		if e.store, e.mem, e.hot, err = newStore(name, s); err != nil {
 			return nil, err
 		}
 		if c, ok := e.store.(interface{ Close() error }); ok {

@@ -82,6 +82,10 @@ type Settings struct {
 	StoreURL string
 	// StoreKeyPrefix prefixes every key in the shared store. Empty: "weir:".
 	StoreKeyPrefix string
+	// StoreNoNearCache turns off the shared store's near tier: every lookup then asks the
+	// server. False: copies of entries read from the server are kept in this process, within
+	// MaxSize, while the server pushes their invalidations (redisstore's near.go).
+	StoreNoNearCache bool
 	// Store, when set, is used instead of StoreURL (tests). Nil: StoreURL or process memory.
 	Store store.Store
 	// StoreID names Store's configuration, so that a reload pointing at another store
@@ -184,6 +188,6 @@ func (s Settings) validate() error {
 func (s Settings) fingerprint() string {
 	drop := append([]string(nil), s.QueryDrop...)
 	sort.Strings(drop)
-	return fmt.Sprintf("drop=%s size=%d entry=%d ttl=%s store=%s url=%s prefix=%s storeTimeout=%s",
-		strings.Join(drop, ","), s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.StoreID, s.StoreURL, s.StoreKeyPrefix, s.StoreTimeout)
+	return fmt.Sprintf("drop=%s size=%d entry=%d ttl=%s store=%s url=%s prefix=%s near=%t storeTimeout=%s",
+		strings.Join(drop, ","), s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.StoreID, s.StoreURL, s.StoreKeyPrefix, !s.StoreNoNearCache, s.StoreTimeout)
 }

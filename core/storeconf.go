@@ -10,24 +10,40 @@ import (
 // newStore builds the store that s names: a shared Redis-protocol store behind the store
 // breaker when StoreURL is set (FR-STF-1, FR-STF-2), process memory otherwise. Connecting
 // is lazy, so a store that is down does not fail New: lookups are misses until it is back.
-func newStore(name string, s Settings) (st store.Store, mem *store.Memory, err error) {
+//
+// mem is the store when it is process memory. hot is what the hit path may read without
+// going through the store: mem, or the shared store's near tier (nil when there is none).
+func newStore(name string, s Settings) (st store.Store, mem, hot *store.Memory, err error) {
 	if s.Store != nil {
-		return s.Store, nil, nil
+		return s.Store, nil, nil, nil
 	}
 	if s.StoreURL == "" {
 		mem = store.NewMemory(store.MemorySettings{MaxSize: s.MaxSize, MaxEntrySize: s.MaxEntrySize})
-		return mem, mem, nil
+		return mem, mem, mem, nil
+	}
+	log := s.Log
+	var nearSize int64
+	if !s.StoreNoNearCache {
+		nearSize = s.MaxSize
 	}
 	rs, err := redisstore.New(redisstore.Settings{
 		URL:          s.StoreURL,
 		KeyPrefix:    s.StoreKeyPrefix,
 		MaxEntrySize: int(s.MaxEntrySize),
 		Now:          s.Now,
+		NearMaxSize:  nearSize,
+		// Logged once per change of state, from the tracking goroutine.
+		OnNearChange: func(live bool, err error) {
+			if live {
+				log(fmt.Sprintf("middleware %s: near cache in use: the shared store pushes invalidations", name))
+				return
+			}
+			log(fmt.Sprintf("middleware %s: near cache off, every lookup asks the shared store: %v", name, err))
+		},
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	log := s.Log
 	guard := store.NewGuard(rs, store.GuardSettings{
 		Timeout: s.StoreTimeout,
 		Now:     s.Now,
@@ -40,7 +56,7 @@ func newStore(name string, s Settings) (st store.Store, mem *store.Memory, err e
 			log(fmt.Sprintf("middleware %s: shared store available again", name))
 		},
 	})
-	return closingGuard{guard, rs}, nil, nil
+	return closingGuard{guard, rs}, nil, rs.Near(), nil
 }
 
 // closingGuard is the guard with its store's Close, so a reload that moves to another store

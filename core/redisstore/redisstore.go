@@ -44,9 +44,20 @@ type Store struct {
 	// unreadable counts stored entries that could not be decoded.
 	unreadable int64
 
-	// mu guards replacing the pool and closed.
-	mu     sync.Mutex
-	closed bool
+	// near is the near tier (near.go); nil when it is off.
+	near *store.Memory
+	// nearGen moves on every invalidation and loss of tracking; nearLive is 1 while the
+	// server tracks keys for near.
+	nearGen  int64
+	nearLive int32
+	onNear   func(live bool, err error)
+	// done closes with the Store, to stop the tracking goroutine.
+	done chan struct{}
+
+	// mu guards replacing the pool, closed and trackConn.
+	mu        sync.Mutex
+	closed    bool
+	trackConn redis.Conn
 }
 
 var _ store.Store = (*Store)(nil)
@@ -71,14 +82,34 @@ func New(s Settings) (*Store, error) {
 		idleTimeout: s.IdleTimeout,
 		timeout:     s.Timeout,
 		now:         s.Now,
+		onNear:      s.OnNearChange,
+		done:        make(chan struct{}),
 	}
 	st.pool.Store(st.newPool())
+	if s.NearMaxSize > 0 {
+		st.near = store.NewMemory(store.MemorySettings{MaxSize: s.NearMaxSize, MaxEntrySize: int64(s.MaxEntrySize)})
+		go st.track()
+	}
 	return st, nil
 }
 
 // Get implements store.Store. An entry that cannot be decoded (written by another version
-// of Weir, or not by Weir at all) is a miss, counted by Unreadable.
+// of Weir, or not by Weir at all) is a miss, counted by Unreadable. With the near tier on,
+// a copy kept there is returned without asking the server, and an entry read while the
+// server tracks keys is kept there.
 func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
+	near := s.near
+	var gen int64
+	if near != nil {
+		if e := store.Lookup(near, key); e != nil {
+			return e, nil
+		}
+		// Read before the server is asked, and before nearLive: see nearFill.
+		gen = atomic.LoadInt64(&s.nearGen)
+		if atomic.LoadInt32(&s.nearLive) == 0 {
+			near = nil
+		}
+	}
 	reply, err := s.do(ctx, "GET", s.prefix+key)
 	if err != nil {
 		return nil, fmt.Errorf("redis get: %w", err)
@@ -94,6 +125,9 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
 	if err != nil {
 		atomic.AddInt64(&s.unreadable, 1)
 		return nil, nil
+	}
+	if near != nil {
+		s.nearFill(key, e, gen)
 	}
 	return e, nil
 }
@@ -115,6 +149,9 @@ func (s *Store) Set(ctx context.Context, key string, e *store.Entry) error {
 	}
 	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
 	reply, err := s.do(ctx, "SET", s.prefix+key, b, "PX", ms)
+	// Dropped at once rather than when the server's invalidation comes back: a request
+	// that follows this one must not be served the copy this entry replaces.
+	s.nearDrop(key)
 	if err != nil {
 		return fmt.Errorf("redis set: %w", err)
 	}
@@ -126,7 +163,9 @@ func (s *Store) Set(ctx context.Context, key string, e *store.Entry) error {
 
 // Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if _, err := s.do(ctx, "DEL", s.prefix+key); err != nil {
+	_, err := s.do(ctx, "DEL", s.prefix+key)
+	s.nearDrop(key)
+	if err != nil {
 		return fmt.Errorf("redis delete: %w", err)
 	}
 	return nil
@@ -157,6 +196,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.done)
+	if s.trackConn != nil {
+		// Breaks the tracking goroutine's wait for a message.
+		s.trackConn.Close()
+	}
 	p := s.pool.Load().(*redis.Pool)
 	s.mu.Unlock()
 	return p.Close()

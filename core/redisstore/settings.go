@@ -51,6 +51,13 @@ type Settings struct {
 	Timeout time.Duration
 	// Now reads the clock, for entries' time to live. Nil: time.Now.
 	Now func() time.Time
+	// NearMaxSize is the byte budget of the near tier, copies of entries kept in this
+	// process while the server tracks changes to them (near.go). Zero: no near tier; every
+	// Get asks the server.
+	NearMaxSize int64
+	// OnNearChange, when set, is told when the near tier comes into use (live) and when it
+	// stops (with the reason), once per change, on the tracking goroutine.
+	OnNearChange func(live bool, err error)
 }
 
 // withDefaults checks s and fills in the defaults. Errors name the field as operators write

@@ -117,6 +117,15 @@ func (m *Memory) Delete(_ context.Context, key string) error {
 	return nil
 }
 
+// Clear removes every entry.
+func (m *Memory) Clear() {
+	m.mu.Lock()
+	m.ll.Init()
+	m.items = make(map[string]*memItem)
+	m.size = 0
+	m.mu.Unlock()
+}
+
 // Len reports the number of entries and the bytes they take.
 func (m *Memory) Len() (entries int, bytes int64) {
 	m.mu.Lock()

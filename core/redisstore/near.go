@@ -1,0 +1,271 @@
+package redisstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/weirproxy/weir/core/store"
+)
+
+// The near tier: copies of entries read from the server, kept in this process and served
+// without a round trip for as long as the server promises to say when they change.
+//
+// Reading an entry from Redis costs a round trip plus redigo's and Decode's interpreted
+// steps: in Yaegi several hundred microseconds of Traefik's CPU per hit, several times what
+// Traefik spends proxying the request. The near tier makes a repeated hit cost what a hit on
+// the memory store costs. It is correct only with invalidation, so it is kept only while
+// the server tracks Weir's keys for this process (Redis 6 and Valkey: CLIENT TRACKING in
+// broadcasting mode on the key prefix, invalidations pushed to a connection subscribed to
+// __redis__:invalidate). Every write of a key under the prefix, by any Weir, an expiry or an
+// eviction, drops the near copy. While that connection is down the near tier is empty and
+// unused: without tracking no copy can be trusted.
+//
+// A copy read just before its key changes could be stored after the invalidation that
+// should have removed it. A generation counter, moved by every invalidation and by every
+// loss of tracking, closes that window: a copy is kept only if the counter did not move
+// between the read and the copy's storing (fill).
+
+const (
+	// invalidateChannel is where Redis pushes invalidations to a RESP2 client.
+	invalidateChannel = "__redis__:invalidate"
+	// trackPing is how often the tracking connection is pinged; trackSilence without any
+	// message on it (pongs included) counts as a lost connection, so that a server that
+	// vanished without closing the connection does not leave copies served for minutes.
+	trackPing    = time.Second
+	trackSilence = 3 * trackPing
+	// trackRetry and trackMaxRetry space the attempts to track again after a failure.
+	trackRetry    = 100 * time.Millisecond
+	trackMaxRetry = 5 * time.Second
+)
+
+var errTrackClosed = errors.New("store closed")
+
+// Near returns the near tier, or nil when it is off. Its entries are copies that may be
+// served as they are; it is empty while the server does not track keys for this process.
+func (s *Store) Near() *store.Memory {
+	return s.near
+}
+
+// NearLive reports whether the server tracks keys for the near tier now.
+func (s *Store) NearLive() bool {
+	return atomic.LoadInt32(&s.nearLive) == 1
+}
+
+// nearFill keeps e as the near copy of key, unless an invalidation or a loss of tracking
+// happened since gen was read, before the read of e.
+func (s *Store) nearFill(key string, e *store.Entry, gen int64) {
+	if s.near.Set(context.Background(), key, e) != nil {
+		return
+	}
+	if atomic.LoadInt64(&s.nearGen) != gen {
+		s.near.Delete(context.Background(), key)
+	}
+}
+
+// nearDrop removes the near copy of key and fails fills under way: this process wrote key.
+func (s *Store) nearDrop(key string) {
+	if s.near == nil {
+		return
+	}
+	atomic.AddInt64(&s.nearGen, 1)
+	s.near.Delete(context.Background(), key)
+}
+
+// nearLost empties the near tier and stops its use until tracking is back.
+func (s *Store) nearLost() {
+	atomic.StoreInt32(&s.nearLive, 0)
+	atomic.AddInt64(&s.nearGen, 1)
+	s.near.Clear()
+}
+
+// track keeps a tracking connection up for the life of the Store. It runs on a goroutine
+// of its own.
+func (s *Store) track() {
+	defer func() {
+		// A panic must not reach Traefik from a goroutine of Weir's; the near tier stays off.
+		if r := recover(); r != nil {
+			s.nearLost()
+			s.nearLog(false, fmt.Errorf("tracking stopped: %v", r))
+		}
+	}()
+	retry := trackRetry
+	loggedDown := false
+	for {
+		wasLive, err := s.trackOnce()
+		s.nearLost()
+		if errors.Is(err, errTrackClosed) {
+			return
+		}
+		// Logged once per change of state: the first failure, and each loss after tracking.
+		if wasLive || !loggedDown {
+			s.nearLog(false, err)
+			loggedDown = true
+		}
+		if wasLive {
+			retry = trackRetry
+		}
+		select {
+		case <-s.done:
+			return
+		case <-time.After(retry):
+		}
+		// Yaegi's select can wake without its case being ready (docs/yaegi.md): check again.
+		if s.isClosed() {
+			return
+		}
+		if retry *= 2; retry > trackMaxRetry {
+			retry = trackMaxRetry
+		}
+	}
+}
+
+// trackOnce opens a connection, asks the server to push invalidations of the key prefix to
+// it, and applies them until the connection fails or the Store closes. It reports whether
+// tracking was up before it ended.
+func (s *Store) trackOnce() (live bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	c, err := s.dial(ctx)
+	cancel()
+	if err != nil {
+		return live, err
+	}
+	if !s.setTrackConn(c) {
+		c.Close()
+		return live, errTrackClosed
+	}
+	defer s.setTrackConn(nil)
+	defer c.Close()
+
+	id, err := redis.Int64(do(c, s.timeout, "CLIENT", "ID"))
+	if err != nil {
+		return live, fmt.Errorf("client id: %w", err)
+	}
+	// Redirected to itself: in RESP2 a connection that subscribed cannot send CLIENT
+	// TRACKING, but it may receive what another connection's tracking redirects, its own
+	// included.
+	if _, err := do(c, s.timeout, "CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST", "PREFIX", s.prefix); err != nil {
+		return live, fmt.Errorf("client tracking: %w", err)
+	}
+	if err := c.Send("SUBSCRIBE", invalidateChannel); err != nil {
+		return live, fmt.Errorf("subscribe: %w", err)
+	}
+	if err := c.Flush(); err != nil {
+		return live, fmt.Errorf("subscribe: %w", err)
+	}
+	reply, err := redis.ReceiveWithTimeout(c, s.timeout)
+	if err != nil {
+		return live, fmt.Errorf("subscribe: %w", err)
+	}
+	if kind, _ := pushKind(reply); kind != "subscribe" {
+		return live, fmt.Errorf("subscribe: unexpected reply %v", reply)
+	}
+	// From here every change of a key under the prefix is pushed to c: copies read from now
+	// on can be trusted. Anything kept before is dropped by nearLost on the way out.
+	atomic.AddInt64(&s.nearGen, 1)
+	s.near.Clear()
+	atomic.StoreInt32(&s.nearLive, 1)
+	live = true
+	s.nearLog(true, nil)
+
+	stop := make(chan struct{})
+	defer close(stop)
+	go s.ping(c, stop)
+	for {
+		reply, err := redis.ReceiveWithTimeout(c, trackSilence)
+		if err != nil {
+			if s.isClosed() {
+				return live, errTrackClosed
+			}
+			return live, err
+		}
+		s.invalidate(reply)
+	}
+}
+
+// ping sends PING on c every trackPing until stop closes or a send fails. redigo allows one
+// sender beside one receiver on a connection.
+func (s *Store) ping(c redis.Conn, stop chan struct{}) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.Close()
+		}
+	}()
+	t := time.NewTicker(trackPing)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if c.Send("PING") != nil || c.Flush() != nil {
+			return
+		}
+	}
+}
+
+// invalidate applies one pushed message: a list of keys whose copies are stale, or nil when
+// the whole database was flushed. Pongs and anything else are ignored.
+func (s *Store) invalidate(reply interface{}) {
+	kind, msg := pushKind(reply)
+	if kind != "message" || len(msg) != 3 {
+		return
+	}
+	atomic.AddInt64(&s.nearGen, 1)
+	keys, ok := msg[2].([]interface{})
+	if !ok {
+		// A nil list: FLUSHDB or FLUSHALL. Anything else unexpected is treated alike.
+		s.near.Clear()
+		return
+	}
+	prefix := []byte(s.prefix)
+	for _, k := range keys {
+		b, ok := k.([]byte)
+		if !ok || !bytes.HasPrefix(b, prefix) {
+			continue
+		}
+		s.near.Delete(context.Background(), string(b[len(prefix):]))
+	}
+}
+
+// pushKind reads the kind of a pushed message ("subscribe", "message", "pong") and its
+// parts.
+func pushKind(reply interface{}) (string, []interface{}) {
+	msg, ok := reply.([]interface{})
+	if !ok || len(msg) == 0 {
+		return "", nil
+	}
+	kind, ok := msg[0].([]byte)
+	if !ok {
+		return "", nil
+	}
+	return string(kind), msg
+}
+
+// setTrackConn records the tracking connection, so that Close can break its wait. It
+// reports false once the Store is closed.
+func (s *Store) setTrackConn(c redis.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed && c != nil {
+		return false
+	}
+	s.trackConn = c
+	return true
+}
+
+func (s *Store) nearLog(live bool, err error) {
+	if s.onNear != nil {
+		s.onNear(live, err)
+	}
+}

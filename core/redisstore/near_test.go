@@ -1,0 +1,220 @@
+package redisstore
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weirproxy/weir/core/internal/redistest"
+	"github.com/weirproxy/weir/core/store"
+)
+
+// nearSize is the near tier's budget in these tests.
+const nearSize = 1 << 20
+
+// waitFor polls cond until it holds, and fails the test with "hangs" after callWait. The
+// changes it waits for come from the server, pushed on another connection.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(callWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("hangs: %s did not happen within %v", what, callWait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// serverDo sends a command of up to three words (empty ones left out) straight to srv.
+func serverDo(t *testing.T, srv *redistest.Server, cmd, arg1, arg2 string) {
+	t.Helper()
+	var err error
+	switch {
+	case arg1 == "":
+		_, err = srv.Do(cmd)
+	default:
+		_, err = srv.Do(cmd, arg1, arg2)
+	}
+	if err != nil {
+		t.Fatalf("redis %s %s %s: %v", cmd, arg1, arg2, err)
+	}
+}
+
+func nearStore(t *testing.T, srv *redistest.Server) *Store {
+	t.Helper()
+	st := newStore(t, Settings{URL: "redis://" + srv.Addr, NearMaxSize: nearSize})
+	waitFor(t, "tracking", st.NearLive)
+	return st
+}
+
+func near(st *Store, key string) *store.Entry {
+	return store.Lookup(st.Near(), key)
+}
+
+// nearGet reads key through st until the copy is kept. A write's own invalidation comes
+// back from the server a moment after the write, and a copy read before it is not kept.
+func nearGet(t *testing.T, st *Store, key string) *store.Entry {
+	t.Helper()
+	var got *store.Entry
+	waitFor(t, "a near copy of "+key, func() bool {
+		e, err := st.Get(testCtx(t), key)
+		if err != nil {
+			t.Fatalf("Get(%q): %v", key, err)
+		}
+		got = e
+		return e != nil && near(st, key) == e
+	})
+	return got
+}
+
+func TestNearOff(t *testing.T) {
+	st := newStore(t, Settings{URL: "redis://127.0.0.1:1"})
+	if st.Near() != nil || st.NearLive() {
+		t.Errorf("Near() = %v, NearLive() = %v without NearMaxSize; want nil, false", st.Near(), st.NearLive())
+	}
+}
+
+// A copy read through one Store is served without the server until another Store (or
+// anyone) writes the key; then it is dropped, and the next Get reads the new entry.
+func TestNearInvalidation(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{})
+	a, b := nearStore(t, srv), nearStore(t, srv)
+	ctx := testCtx(t)
+	now := time.Now()
+	e1 := sampleEntry(now)
+	e2 := sampleEntry(now)
+	e2.Status = 203
+
+	tests := []struct {
+		desc   string
+		change func(key string)
+	}{
+		{"set through another store", func(key string) {
+			if err := a.Set(ctx, key, e2); err != nil {
+				t.Fatalf("Set: %v", err)
+			}
+		}},
+		{"delete through another store", func(key string) {
+			if err := a.Delete(ctx, key); err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
+		}},
+		// Through a function of the package: Yaegi panics calling the variadic MustDo
+		// from a function literal held in a table.
+		{"expiry", func(key string) { serverDo(t, srv, "PEXPIRE", DefaultKeyPrefix+key, "1") }},
+		{"flush", func(string) { serverDo(t, srv, "FLUSHDB", "", "") }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			key := "k-" + tc.desc
+			if err := a.Set(ctx, key, e1); err != nil {
+				t.Fatalf("Set: %v", err)
+			}
+			got := nearGet(t, b, key)
+			sameEntry(t, got, e1)
+			if again, _ := b.Get(ctx, key); again != got {
+				t.Errorf("second Get returned another entry than the near copy")
+			}
+			tc.change(key)
+			waitFor(t, "invalidation of the near copy", func() bool { return near(b, key) == nil })
+		})
+	}
+}
+
+// A Store's own write drops its copy before the write returns: the request that follows
+// must not be served the entry the write replaced.
+func TestNearOwnWrite(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{})
+	st := nearStore(t, srv)
+	ctx := testCtx(t)
+	e := sampleEntry(time.Now())
+	for _, write := range []func() error{
+		func() error { return st.Set(ctx, "k", e) },
+		func() error { return st.Delete(ctx, "k") },
+	} {
+		if err := st.Set(ctx, "k", e); err != nil {
+			t.Fatalf("Set: %v", err)
+		}
+		nearGet(t, st, "k")
+		if err := write(); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		if near(st, "k") != nil {
+			t.Errorf("near copy still there right after the store's own write")
+		}
+	}
+}
+
+// A server that goes away takes the near tier with it: copies are dropped at once, none is
+// kept while it is down, and tracking comes back with the server.
+func TestNearLostWithServer(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{})
+	var mu sync.Mutex
+	var changes []bool
+	st := newStore(t, Settings{URL: "redis://" + srv.Addr, NearMaxSize: nearSize, Timeout: 200 * time.Millisecond,
+		OnNearChange: func(live bool, err error) {
+			mu.Lock()
+			changes = append(changes, live)
+			mu.Unlock()
+		}})
+	waitFor(t, "tracking", st.NearLive)
+	ctx := testCtx(t)
+	if err := st.Set(ctx, "k", sampleEntry(time.Now())); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	nearGet(t, st, "k")
+
+	srv.Stop()
+	waitFor(t, "loss of tracking", func() bool { return !st.NearLive() })
+	if near(st, "k") != nil {
+		t.Errorf("near copy kept after tracking was lost")
+	}
+	srv.Restart()
+	waitFor(t, "tracking again", st.NearLive)
+
+	mu.Lock()
+	defer mu.Unlock()
+	// Up, down, perhaps one failed attempt logged as down, up: never two ups in a row.
+	if len(changes) < 3 || !changes[0] || changes[1] || !changes[len(changes)-1] {
+		t.Errorf("OnNearChange calls = %v, want up, down, ..., up", changes)
+	}
+	for i := 1; i < len(changes); i++ {
+		if changes[i] && changes[i-1] {
+			t.Errorf("OnNearChange calls = %v: up twice in a row", changes)
+		}
+	}
+}
+
+// An entry read just before its key changes must not be kept past the invalidation, even
+// when the invalidation arrives before the copy is stored.
+func TestNearFillAfterInvalidation(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{})
+	st := nearStore(t, srv)
+	e := sampleEntry(time.Now())
+	gen := st.nearGen
+	st.invalidate([]interface{}{[]byte("message"), []byte(invalidateChannel), []interface{}{[]byte(DefaultKeyPrefix + "k")}})
+	st.nearFill("k", e, gen)
+	if near(st, "k") != nil {
+		t.Errorf("a copy read before an invalidation was kept")
+	}
+	st.nearFill("k", e, st.nearGen)
+	if near(st, "k") == nil {
+		t.Errorf("a copy read after the last invalidation was not kept")
+	}
+}
+
+// Close stops the tracking goroutine's connection: a closed Store keeps no copies.
+func TestNearClose(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{})
+	st, err := New(Settings{URL: "redis://" + srv.Addr, NearMaxSize: nearSize})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	waitFor(t, "tracking", st.NearLive)
+	st.Close()
+	waitFor(t, "end of tracking", func() bool { return !st.NearLive() })
+	if _, err := st.Get(context.Background(), "k"); err == nil {
+		t.Errorf("Get after Close: no error")
+	}
+}
