@@ -21,13 +21,13 @@ type engine struct {
 	fingerprint string
 	mem         *store.Memory // the store when it is process memory; nil otherwise
 	// hot is what the hit path reads directly: mem, or the shared store's near tier.
-	hot *store.Memory
-	store       store.Store
-	flights     *flight.Group
-	leaderAge   time.Duration
-	limiter     *limit.Limiter
-	closer      interface{ Close() error }
-	breakers    *breaker.Group
+	hot       *store.Memory
+	store     store.Store
+	flights   *flight.Group
+	leaderAge time.Duration
+	limiter   *limit.Limiter
+	closer    interface{ Close() error }
+	breakers  *breaker.Group
 	// breaker is the one breaker of scope engine, found once: scope lookups cost
 	// interpreted calls on every origin fetch. Nil for the host and domain scopes.
 	breaker *breaker.Breaker
