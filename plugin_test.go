@@ -35,6 +35,7 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"miss ratio", func(c *Config) { c.MissRate.Ratio = "2" }, "missRate.ratio", "2"},
 		{"miss throttle", func(c *Config) { c.MissRate.Throttle = "sometimes" }, "missRate.throttle", "sometimes"},
 		{"store url", func(c *Config) { c.Store.URL = "ftp://cache:21" }, "store.url", "ftp://cache:21"},
+		{"near cache", func(c *Config) { c.Store.NearCache = "often" }, "store.nearCache", "often"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -60,12 +61,16 @@ func TestConfigFromLabelStrings(t *testing.T) {
 	c.Cache.DefaultTTL = "30"
 	c.Coalesce.FollowerMaxWait = "1500ms"
 	c.Limiter.MaxConcurrent = "32"
+	c.Store.NearCache = "false"
 	s, err := c.settings()
 	if err != nil {
 		t.Fatalf("settings: %v", err)
 	}
 	if got, want := strings.Join(s.QueryDrop, " "), "utm_source utm_medium"; got != want {
 		t.Errorf("QueryDrop = %q, want %q", got, want)
+	}
+	if !s.StoreNoNearCache {
+		t.Errorf("StoreNoNearCache = false with store.nearCache \"false\", want true")
 	}
 	if got, want := s.MaxSize, int64(64<<20); got != want {
 		t.Errorf("MaxSize = %d, want %d", got, want)
