@@ -169,8 +169,11 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 // lives in the store, so the hit path's one lookup finds it, and instances sharing a store
 // share it.
 func (h *Handler) markPass(key string, now time.Time) {
+	mark := &store.Entry{Pass: true, Born: now, FreshUntil: now, KeepUntil: now.Add(h.s.HitForMissTTL)}
+	// Prepared: the hit path reads the mark's end as Hot.KeepNano.
+	mark.Prepare()
 	ctx, cancel := context.WithTimeout(context.Background(), h.s.StoreTimeout)
-	h.e.store.Set(ctx, key, &store.Entry{Pass: true, Born: now, FreshUntil: now, KeepUntil: now.Add(h.s.HitForMissTTL)})
+	h.e.store.Set(ctx, key, mark)
 	cancel()
 }
 

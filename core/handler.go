@@ -82,48 +82,74 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 
 // ServeHTTP answers from storage when it can and goes to the origin when it must.
 //
-// The fresh hit is written out in this one function: in Yaegi every interpreted call costs
-// microseconds, and the hit path is what decides Weir's throughput inside Traefik
-// (ARCHITECTURE.md, "The hot path"): one key, one lookup, one clock read, one write.
+// The fresh hit is written out in this one function, for the fewest interpreted steps and,
+// above all, the fewest frame slots: on every call Yaegi allocates one slot for each local
+// and each intermediate value of the whole function, taken branch or not (docs/yaegi.md),
+// so every expression here costs every request, and whatever only the other paths need
+// lives in the functions they call (ARCHITECTURE.md, "The hot path").
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	// Tagged switches rather than && and ||: a case compared with the tag takes no slot.
+	m := r.Method
+	switch m {
+	case http.MethodGet, http.MethodHead:
+	default:
 		h.serveOther(w, r)
 		return
 	}
-	// Locals, not field chains: each selector step is an interpreted step. The key is
-	// built as partition builds it, from RequestURI (origin form, no query).
+	// The key is built as partition builds it, from RequestURI (origin form, no query). A
+	// header field present is a non-nil slice.
 	ru := r.RequestURI
 	rh := r.Header
-	if h.hot == nil || r.URL.RawQuery != "" || len(ru) == 0 || ru[0] != '/' || len(rh["Upgrade"]) > 0 {
+	switch r.URL.RawQuery {
+	case "":
+	default:
 		h.serve(w, r)
 		return
 	}
-	var key string
-	if r.TLS == nil {
-		key = "http://" + r.Host + ru
-	} else {
-		key = "https://" + r.Host + ru
-	}
-	ent := store.Lookup(h.hot, key)
-	if ent == nil || ent.VaryIndex || len(rh["Cache-Control"]) > 0 || len(rh["Pragma"]) > 0 ||
-		len(rh["If-None-Match"]) > 0 || len(rh["If-Modified-Since"]) > 0 {
+	switch ru {
+	case "":
 		h.serve(w, r)
 		return
 	}
-	now := h.now()
-	if ent.Pass {
-		if now.Before(ent.KeepUntil) {
-			h.pass(w, r, key, h.passStatus)
-			return
-		}
+	if ru[0] != '/' || rh["Upgrade"] != nil {
+		h.serve(w, r)
+		return
+	}
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	var ent *store.Entry
+	switch h.hot {
+	case nil:
+	default:
+		ent = store.Lookup(h.hot, scheme+r.Host+ru)
+	}
+	// One case each: Yaegi evaluates only the first of a case list in a switch without a tag.
+	hit := false
+	switch {
+	case ent == nil:
+	case ent.VaryIndex:
+	case rh["Cache-Control"] != nil:
+	case rh["Pragma"] != nil:
+	case rh["If-None-Match"] != nil:
+	case rh["If-Modified-Since"] != nil:
+	default:
+		hit = true
+	}
+	if !hit {
 		h.serve(w, r)
 		return
 	}
 	// Integers and slices prepared when the entry was stored (store.Hot): no time.Time
 	// method and no map iteration here.
-	nowN := now.UnixNano()
-	names := ent.Hot.Names
-	if nowN >= ent.Hot.FreshNano || names == nil {
+	hot := &ent.Hot
+	now := h.now().UnixNano()
+	if ent.Pass {
+		h.passMarked(w, r, now < hot.KeepNano)
+		return
+	}
+	if now >= hot.FreshNano || hot.Names == nil {
 		h.serve(w, r)
 		return
 	}
@@ -131,16 +157,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the hit path in Yaegi. They are hits on URLs without a query, which a cache-busting
 	// flood does not send; the detector counts every lookup of the general path.
 	hdr := w.Header()
-	values := ent.Hot.Values
-	for i := 0; i < len(names); i++ {
-		hdr[names[i]] = values[i]
+	for i, name := range hot.Names {
+		hdr[name] = hot.Values[i]
 	}
-	hdr["Age"] = []string{strconv.FormatInt((nowN-ent.Hot.BornNano)/int64(time.Second), 10)}
-	hdr["Cache-Status"] = []string{statusHit + strconv.FormatInt((ent.Hot.FreshNano-nowN)/int64(time.Second), 10)}
+	hdr["Age"] = []string{strconv.FormatInt((now-hot.BornNano)/1e9, 10)}
+	hdr["Cache-Status"] = []string{statusHit + strconv.FormatInt((hot.FreshNano-now)/1e9, 10)}
 	w.WriteHeader(ent.Status)
-	if r.Method != http.MethodHead {
+	switch m {
+	case http.MethodHead:
+	default:
 		w.Write(ent.Body)
 	}
+}
+
+// passMarked answers a request whose key is marked hit-for-pass: to the origin while the
+// mark holds (live), through the general path once it has expired.
+func (h *Handler) passMarked(w http.ResponseWriter, r *http.Request, live bool) {
+	if live {
+		h.pass(w, r, "", h.passStatus)
+		return
+	}
+	h.serve(w, r)
 }
 
 // serve is the general path: any key, Vary, the client's validators and cache directives,

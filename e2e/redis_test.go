@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -641,12 +640,12 @@ func TestRedisBenchmark(t *testing.T) {
 		wantHit(t, "GET "+path+" before the runs", get(t, tr, path))
 	}
 	wrk, wrkErr := exec.LookPath("wrk")
-	pid := tr.cmd.Process.Pid
+	pid := tr.Pid()
 	// run loads path for d and returns the rate and Traefik's CPU time per answer, which
 	// other work on the machine disturbs less than the rate.
 	run := func(path string, d time.Duration) (float64, time.Duration) {
 		t.Helper()
-		cpuBefore, cpuErr := processCPU(pid)
+		cpuBefore, cpuErr := ProcessCPU(pid)
 		var rate float64
 		var n int64
 		if wrkErr != nil {
@@ -661,7 +660,7 @@ func TestRedisBenchmark(t *testing.T) {
 				t.Fatalf("%s: %v", path, err)
 			}
 		}
-		cpuAfter, err := processCPU(pid)
+		cpuAfter, err := ProcessCPU(pid)
 		if cpuErr != nil || err != nil || n == 0 {
 			return rate, 0
 		}
@@ -688,10 +687,10 @@ func TestRedisBenchmark(t *testing.T) {
 		}
 		t.Log(line)
 	}
-	bare := medianOf(rates["bare"])
+	bare := Median(rates["bare"])
 	for _, tg := range targets {
-		m := medianOf(rates[tg.name])
-		t.Logf("median %-9s %8.0f req/s  %.2fx bare; Traefik CPU %4.0fµs per answer", tg.name, m, m/bare, medianOf(cpus[tg.name]))
+		m := Median(rates[tg.name])
+		t.Logf("median %-9s %8.0f req/s  %.2fx bare; Traefik CPU %4.0fµs per answer", tg.name, m, m/bare, Median(cpus[tg.name]))
 	}
 	if n := o.Count("/redis/item") + o.Count("/rget/item") - fetchedBefore; n != 0 {
 		t.Logf("warning: %d origin fetches for /redis/item and /rget/item during the measured runs: store calls over "+
@@ -738,44 +737,4 @@ func runWrk(bin, url string, conns int, d time.Duration) (float64, int64, error)
 	}
 	n, err := strconv.ParseInt(c[1], 10, 64)
 	return rate, n, err
-}
-
-// clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on Linux).
-const clockTick = 10 * time.Millisecond
-
-// processCPU is the user and system CPU time process pid has used, from /proc/PID/stat.
-func processCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name, field 2, is in parentheses and may hold spaces: count from after it.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	fields := strings.Fields(s[i+1:])
-	// fields[0] is field 3 (state): utime and stime are fields 14 and 15.
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: bad CPU times", pid)
-	}
-	return time.Duration(utime+stime) * clockTick, nil
-}
-
-func medianOf(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

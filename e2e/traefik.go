@@ -241,6 +241,9 @@ func (tr *Traefik) Apply(d Dynamic) error {
 // Generation is the number of the dynamic configuration last applied, starting at 1.
 func (tr *Traefik) Generation() int { return tr.gen }
 
+// Pid is the Traefik process's id.
+func (tr *Traefik) Pid() int { return tr.cmd.Process.Pid }
+
 // URL is the web entry point's URL for path.
 func (tr *Traefik) URL(path string) string { return tr.WebURL + path }
 

@@ -8,7 +8,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 module=github.com/weirproxy/weir
-yaegi_bin=$(command -v yaegi || true)
+yaegi_bin=${YAEGI_BIN:-$(command -v yaegi || true)}
 [ -n "$yaegi_bin" ] || yaegi_bin="$(go env GOPATH)/bin/yaegi"
 if [ ! -x "$yaegi_bin" ]; then
   GOFLAGS=-mod=mod go install github.com/traefik/yaegi/cmd/yaegi@v0.16.1

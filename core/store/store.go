@@ -69,8 +69,9 @@ type Entry struct {
 
 // Hot is an entry's hit-path view.
 type Hot struct {
-	// BornNano and FreshNano are Born and FreshUntil in Unix nanoseconds.
-	BornNano, FreshNano int64
+	// BornNano, FreshNano and KeepNano are Born, FreshUntil and KeepUntil in Unix
+	// nanoseconds.
+	BornNano, FreshNano, KeepNano int64
 	// Names and Values are Header's fields in two parallel slices.
 	Names  []string
 	Values [][]string
@@ -81,6 +82,7 @@ type Hot struct {
 func (e *Entry) Prepare() {
 	e.Hot.BornNano = e.Born.UnixNano()
 	e.Hot.FreshNano = e.FreshUntil.UnixNano()
+	e.Hot.KeepNano = e.KeepUntil.UnixNano()
 	e.Hot.Names = make([]string, 0, len(e.Header))
 	e.Hot.Values = make([][]string, 0, len(e.Header))
 	for k, v := range e.Header {

@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -139,28 +138,38 @@ func bench(ctx context.Context, o options) error {
 	}
 
 	rates := make(map[string][]float64)
+	// cpus holds Traefik's CPU time per answer in microseconds: other work on a shared
+	// machine moves it less than the rate.
+	cpus := make(map[string][]float64)
 	for r := 1; r <= o.rounds; r++ {
 		line := fmt.Sprintf("round %d:", r)
 		for _, t := range targets {
+			cpuBefore, cpuErr := e2e.ProcessCPU(tr.Pid())
 			rate, err := gen.run(ctx, tr.URL(t.path), o.duration)
 			if err != nil {
 				return fmt.Errorf("round %d %s: %w", r, t.name, err)
 			}
+			cpuAfter, err := e2e.ProcessCPU(tr.Pid())
+			cpu := 0.0
+			if cpuErr == nil && err == nil && rate > 0 {
+				cpu = float64(cpuAfter-cpuBefore) / float64(time.Microsecond) / (rate * o.duration.Seconds())
+			}
 			rates[t.name] = append(rates[t.name], rate)
-			line += fmt.Sprintf("  %s %.0f req/s", t.name, rate)
+			cpus[t.name] = append(cpus[t.name], cpu)
+			line += fmt.Sprintf("  %s %.0f req/s (%.0fµs CPU each)", t.name, rate, cpu)
 		}
 		fmt.Println(line)
 	}
 
-	bare := median(rates["bare"])
+	bare := e2e.Median(rates["bare"])
 	fmt.Printf("median of %d rounds:\n", o.rounds)
 	for _, t := range targets {
-		m := median(rates[t.name])
+		m := e2e.Median(rates[t.name])
 		ratio := 0.0
 		if bare > 0 {
 			ratio = m / bare
 		}
-		fmt.Printf("  %-42s %10.0f req/s  %5.2fx bare\n", t.label, m, ratio)
+		fmt.Printf("  %-42s %10.0f req/s  %5.2fx bare  Traefik CPU %4.0fµs per answer\n", t.label, m, ratio, e2e.Median(cpus[t.name]))
 	}
 	fmt.Printf("origin requests: bare %d, hit %d, pass %d\n",
 		origin.Count("/bare/item"), origin.Count("/hit/item"), origin.Count("/pass/item"))
@@ -196,18 +205,6 @@ func answer(cacheControl, body string) http.HandlerFunc {
 		w.Header().Set("Cache-Control", cacheControl)
 		io.WriteString(w, body)
 	}
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // loadgen runs one measured load and returns successful requests per second.
