@@ -119,10 +119,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		scheme = "https://"
 	}
+	// Not `switch h.hot { case nil: }`: Yaegi never matches a nil pointer tag with case nil.
 	var ent *store.Entry
-	switch h.hot {
-	case nil:
-	default:
+	if h.hot != nil {
 		ent = store.Lookup(h.hot, scheme+r.Host+ru)
 	}
 	// One case each: Yaegi evaluates only the first of a case list in a switch without a tag.

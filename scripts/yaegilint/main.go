@@ -82,10 +82,17 @@ func check(f *ast.File, report func(token.Pos, string, ...interface{})) {
 				report(n.Pos(), "type parameters: Yaegi v0.16.1 panics on generic types")
 			}
 		case *ast.SwitchStmt:
-			if n.Tag == nil {
-				for _, c := range n.Body.List {
-					if cc, ok := c.(*ast.CaseClause); ok && len(cc.List) > 1 {
-						report(cc.Pos(), "a case list in a switch without a tag: Yaegi v0.16.1 evaluates only its first expression; write one case each")
+			for _, c := range n.Body.List {
+				cc, ok := c.(*ast.CaseClause)
+				if !ok {
+					continue
+				}
+				if n.Tag == nil && len(cc.List) > 1 {
+					report(cc.Pos(), "a case list in a switch without a tag: Yaegi v0.16.1 evaluates only its first expression; write one case each")
+				}
+				for _, e := range cc.List {
+					if id, ok := e.(*ast.Ident); ok && id.Name == "nil" && n.Tag != nil {
+						report(e.Pos(), "case nil in a switch with a tag: Yaegi v0.16.1 never matches a nil pointer with it; compare with == nil")
 					}
 				}
 			}
