@@ -46,6 +46,9 @@ type Handler struct {
 	missRate *missrate.Detector
 	// passStatus is the Cache-Status of a request for a key marked hit-for-pass, built once.
 	passStatus string
+	// passStatusValue is passStatus as a header value, shared by every answer: header
+	// values are never changed in place.
+	passStatusValue []string
 	// retryAfter is the Retry-After of an answer shed by the limiter.
 	retryAfter []string
 	// now is s.Now, one selector closer to the hit path.
@@ -74,9 +77,10 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 
 		missRate: e.missRate,
 
-		passStatus: statusFwd + fwdURIMiss + paramDetail + "uncacheable",
-		retryAfter: []string{retryAfterSeconds(s.Limiter.MaxQueueWait)},
-		now:        s.Now,
+		passStatus:      statusFwd + fwdURIMiss + paramDetail + "uncacheable",
+		passStatusValue: []string{statusFwd + fwdURIMiss + paramDetail + "uncacheable"},
+		retryAfter:      []string{retryAfterSeconds(s.Limiter.MaxQueueWait)},
+		now:             s.Now,
 	}, nil
 }
 
@@ -120,9 +124,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		scheme = "https://"
 	}
 	// Not `switch h.hot { case nil: }`: Yaegi never matches a nil pointer tag with case nil.
+	key := scheme + r.Host + ru
 	var ent *store.Entry
 	if h.hot != nil {
-		ent = store.Lookup(h.hot, scheme+r.Host+ru)
+		ent = store.Lookup(h.hot, key)
 	}
 	// One case each: Yaegi evaluates only the first of a case list in a switch without a tag.
 	hit := false
@@ -145,7 +150,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hot := &ent.Hot
 	now := h.now().UnixNano()
 	if ent.Pass {
-		h.passMarked(w, r, now < hot.KeepNano)
+		passMarked(h, w, r, key, now < hot.KeepNano)
 		return
 	}
 	if now >= hot.FreshNano || hot.Names == nil {
@@ -169,14 +174,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// passMarked answers a request whose key is marked hit-for-pass: to the origin while the
-// mark holds (live), through the general path once it has expired.
-func (h *Handler) passMarked(w http.ResponseWriter, r *http.Request, live bool) {
-	if live {
-		h.pass(w, r, "", h.passStatus)
+// passMarked answers a request whose key is marked hit-for-pass: through the general path
+// once the mark has expired (live false), else to the origin with the client's own writer.
+// The common case, a closed breaker of scope engine and a slot free at once, is written out
+// here; anything else goes through pass. A function, not a method: in Yaegi a method call
+// costs four times as much (docs/yaegi.md).
+func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, live bool) {
+	if !live {
+		h.serve(w, r)
 		return
 	}
-	h.serve(w, r)
+	b := h.e.breaker
+	if b == nil || !breaker.Closed(b) {
+		h.pass(w, r, key, h.passStatus)
+		return
+	}
+	// The key of a request without a query is its partition.
+	slot := limit.Take(h.e.limiter, key, r.Host, r.ContentLength != 0)
+	if slot == nil {
+		h.pass(w, r, key, h.passStatus)
+		return
+	}
+	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
+	defer limit.Return(slot)
+	w.Header()["Cache-Status"] = h.passStatusValue
+	h.next.ServeHTTP(w, r)
 }
 
 // serve is the general path: any key, Vary, the client's validators and cache directives,

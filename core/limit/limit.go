@@ -235,45 +235,61 @@ func contextDone(ctx context.Context) error {
 // value of type *interp.node is not assignable to type func()").
 var noRelease = func() {}
 
-// Slot is an origin slot taken by Take, given back by Return.
+// Slot is an origin slot taken by Take, given back by Return. It holds its slot by value:
+// one allocation per pass-through request rather than two.
 type Slot struct {
 	p *pool
-	s *slot
+	s slot
 }
 
 // Take is Acquire's path for a slot free at once, as functions rather than methods and
 // without a closure: in Yaegi each of those costs microseconds, and pass-through requests
 // take a slot each. It returns nil when the request would have to queue; the caller then
 // calls Acquire, which queues it.
+//
+// Its body is eligibleLocked and takeLocked written out, with the host cap, off by default,
+// in functions of its own: in Yaegi a call allocates a slot for every value of the callee's
+// whole body, taken branch or not (docs/yaegi.md).
 func Take(l *Limiter, partition, host string, upload bool) *Slot {
 	p := l.fetch
 	if upload {
 		p = l.upload
 	}
-	// eligibleLocked and takeLocked written out: each call is an interpreted frame.
 	p.mu.Lock()
 	n := p.byPartition[partition]
-	if p.head != nil || p.inFlight >= p.caps.size || n >= p.caps.perPartition ||
-		(p.caps.perHost > 0 && p.byHost[host] >= p.caps.perHost) {
+	if p.head != nil || p.inFlight >= p.caps.size || n >= p.caps.perPartition {
 		// Waiters come first: a request that finds others queued joins them.
 		p.mu.Unlock()
 		return nil
 	}
-	s := &slot{partition: partition, host: host, state: stateHeld}
-	p.byPartition[partition] = n + 1
+	hostCounted := false
 	if p.caps.perHost > 0 {
-		p.byHost[host]++
-		s.hostCounted = true
+		if !takeHostLocked(p, host) {
+			p.mu.Unlock()
+			return nil
+		}
+		hostCounted = true
 	}
+	p.byPartition[partition] = n + 1
 	p.inFlight++
 	if p.inFlight > p.highWater {
 		p.highWater = p.inFlight
 	}
 	p.mu.Unlock()
-	return &Slot{p: p, s: s}
+	return &Slot{p: p, s: slot{partition: partition, host: host, hostCounted: hostCounted, state: stateHeld}}
+}
+
+// takeHostLocked counts a slot for host unless the host is at its cap.
+func takeHostLocked(p *pool, host string) bool {
+	n := p.byHost[host]
+	if n >= p.caps.perHost {
+		return false
+	}
+	p.byHost[host] = n + 1
+	return true
 }
 
 // Return gives a slot from Take back; a second Return of the same slot does nothing.
 func Return(s *Slot) {
-	giveBack(s.p, s.s)
+	giveBack(s.p, &s.s)
 }

@@ -190,16 +190,43 @@ func giveBack(p *pool, s *slot) {
 		delete(p.byPartition, s.partition)
 	}
 	if s.hostCounted {
-		if n := p.byHost[s.host]; n > 1 {
-			p.byHost[s.host] = n - 1
-		} else {
-			delete(p.byHost, s.host)
-		}
+		returnHostLocked(p, s.host)
 	}
 	if p.head != nil {
-		p.grantLocked()
+		grantOneLocked(p)
 	}
 	p.mu.Unlock()
+}
+
+// grantOneLocked hands the slot just given back to the oldest waiter that may take it. One
+// slot given back frees one unit of the pool, of one partition and of one host, so at most
+// one waiter can become eligible: the first found ends the scan. The eligibility test is
+// written out rather than a call of eligibleLocked: with a flood queued behind its partition
+// cap, every release scans past its waiters, and in Yaegi a method call per waiter made that
+// scan the most expensive part of a queued request (docs/yaegi.md).
+func grantOneLocked(p *pool) {
+	if p.inFlight >= p.caps.size {
+		return
+	}
+	perHost := p.caps.perHost
+	for s := p.head; s != nil; s = s.next {
+		if p.byPartition[s.partition] < p.caps.perPartition && (perHost == 0 || p.byHost[s.host] < perHost) {
+			p.unlinkLocked(s)
+			p.takeLocked(s)
+			close(s.ready)
+			return
+		}
+	}
+}
+
+// returnHostLocked uncounts a slot of host. Apart from giveBack, which every origin request
+// calls: the host cap is off by default, and its slots would cost every call (docs/yaegi.md).
+func returnHostLocked(p *pool, host string) {
+	if n := p.byHost[host]; n > 1 {
+		p.byHost[host] = n - 1
+	} else {
+		delete(p.byHost, host)
+	}
 }
 
 // eligibleLocked says whether a fetch for partition and host may take a free slot.
