@@ -192,10 +192,23 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 	// The key of a request without a query is its partition.
 	slot := limit.Take(h.e.limiter, key, r.Host, r.ContentLength != 0)
 	if slot == nil {
-		h.pass(w, r, key, h.passStatus)
+		passQueued(h, w, r, key)
 		return
 	}
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
+	defer limit.Return(slot)
+	w.Header()["Cache-Status"] = h.passStatusValue
+	h.next.ServeHTTP(w, r)
+}
+
+// passQueued is passMarked for a request that found no slot free at once: it waits in the
+// limiter's queue (limit.Wait, which hands back a Slot rather than a closure) or is shed.
+func passQueued(h *Handler, w http.ResponseWriter, r *http.Request, key string) {
+	slot, err := limit.Wait(r.Context(), h.e.limiter, key, r.Host, r.ContentLength != 0)
+	if err != nil {
+		h.shed(w, r, h.passStatus, err)
+		return
+	}
 	defer limit.Return(slot)
 	w.Header()["Cache-Status"] = h.passStatusValue
 	h.next.ServeHTTP(w, r)

@@ -289,7 +289,29 @@ func takeHostLocked(p *pool, host string) bool {
 	return true
 }
 
-// Return gives a slot from Take back; a second Return of the same slot does nothing.
+// Wait is Acquire for the engine's pass-through requests, returning a Slot to give back with
+// Return instead of a release function: in Yaegi a closure costs a wrapper to build and a
+// reflective call to run. It grants a free slot as Acquire does, or queues and waits, with
+// Acquire's errors.
+func Wait(ctx context.Context, l *Limiter, partition, host string, upload bool) (*Slot, error) {
+	p := l.fetch
+	if upload {
+		p = l.upload
+	}
+	sl := &Slot{p: p, s: slot{partition: partition, host: host}}
+	p.mu.Lock()
+	if p.eligibleLocked(partition, host) {
+		p.takeLocked(&sl.s)
+		p.mu.Unlock()
+		return sl, nil
+	}
+	if err := p.queueLocked(ctx, &sl.s); err != nil {
+		return nil, err
+	}
+	return sl, nil
+}
+
+// Return gives a slot from Take or Wait back; a second Return of the same slot does nothing.
 func Return(s *Slot) {
 	giveBack(s.p, &s.s)
 }

@@ -83,17 +83,28 @@ func (p *pool) setCaps(c caps) {
 // waitLocked queues req and waits for a slot. It is called with p.mu held, by Acquire once no
 // slot is free for req, and unlocks it.
 func (p *pool) waitLocked(ctx context.Context, req Request) (func(), error) {
+	s := &slot{partition: req.Partition, host: req.Host}
+	if err := p.queueLocked(ctx, s); err != nil {
+		return noRelease, err
+	}
+	return releaser(p, s), nil
+}
+
+// queueLocked queues s and waits until it holds a slot (nil) or is shed (an error). It is
+// called with p.mu held and unlocks it.
+func (p *pool) queueLocked(ctx context.Context, s *slot) error {
 	// The partition's share is checked first, so a flooding partition is told it is the one
 	// over its bound (FR-LIM-3) while the queue still has room for others.
-	if p.queuedBy[req.Partition] >= p.caps.queueShare {
+	if p.queuedBy[s.partition] >= p.caps.queueShare {
 		p.mu.Unlock()
-		return noRelease, ErrPartitionQueueFull
+		return ErrPartitionQueueFull
 	}
 	if p.queued >= p.caps.queue {
 		p.mu.Unlock()
-		return noRelease, ErrQueueFull
+		return ErrQueueFull
 	}
-	s := &slot{partition: req.Partition, host: req.Host, ready: make(chan struct{}), state: stateQueued}
+	s.ready = make(chan struct{})
+	s.state = stateQueued
 	p.pushLocked(s)
 	wait := p.caps.wait
 	after := p.caps.afterFunc
@@ -122,12 +133,12 @@ func (p *pool) waitLocked(ctx context.Context, req Request) (func(), error) {
 		case <-s.ready:
 			<-s.ready
 			stop()
-			// s.state was set before ready was closed, and only the release function
-			// changes it from here on.
+			// s.state was set before ready was closed, and only giveBack changes it from
+			// here on.
 			if s.state == stateHeld {
-				return releaser(p, s), nil
+				return nil
 			}
-			return noRelease, ErrQueueWait
+			return ErrQueueWait
 		case <-done:
 			if ctx.Err() != nil {
 				stop()
@@ -139,7 +150,7 @@ func (p *pool) waitLocked(ctx context.Context, req Request) (func(), error) {
 
 // leave takes s out of the queue once its context has ended, so a client that gives up frees
 // its place at once.
-func (p *pool) leave(ctx context.Context, s *slot) (func(), error) {
+func (p *pool) leave(ctx context.Context, s *slot) error {
 	p.mu.Lock()
 	switch s.state {
 	case stateQueued:
@@ -149,12 +160,12 @@ func (p *pool) leave(ctx context.Context, s *slot) (func(), error) {
 	case stateHeld:
 		// Granted just as the context ended: hand the slot on rather than fetch for nobody.
 		p.mu.Unlock()
-		releaser(p, s)()
+		giveBack(p, s)
 	default:
 		p.mu.Unlock()
-		return noRelease, ErrQueueWait
+		return ErrQueueWait
 	}
-	return noRelease, contextDone(ctx)
+	return contextDone(ctx)
 }
 
 // expire sheds s when its wait bound passes (FR-LIM-2). It runs on the timer's goroutine and

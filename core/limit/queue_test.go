@@ -299,11 +299,9 @@ func TestLeaveAfterGrantOrExpiry(t *testing.T) {
 			p.mu.Unlock()
 			tt.settle(p, s, releaseHolder)
 
-			release, err := p.leave(canceled(), s)
-			if !errors.Is(err, tt.want) {
+			if err := p.leave(canceled(), s); !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
-			release()
 			wantFetch(t, l, 0, 0)
 		})
 	}

@@ -2,7 +2,9 @@ package limit
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 )
 
 // Take grants only what Acquire would grant at once, and refuses (nil) whatever would queue.
@@ -65,5 +67,74 @@ func TestTakeYieldsToWaiters(t *testing.T) {
 	}
 	Return(s)
 	granted(t, waiter)()
+	wantFetch(t, l, 0, 0)
+}
+
+// Wait grants a free slot at once, queues otherwise, and sheds as Acquire does.
+func TestWait(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1, MaxQueue: 1}))
+	ctx := context.Background()
+	first, err := Wait(ctx, l, search.Partition, search.Host, false)
+	if err != nil || first == nil {
+		t.Fatalf("Wait on an empty pool: got %v, %v; want a slot", first, err)
+	}
+
+	type waited struct {
+		s   *Slot
+		err error
+	}
+	ch := make(chan waited, 1)
+	go func() {
+		s, err := Wait(ctx, l, home.Partition, home.Host, false)
+		ch <- waited{s, err}
+	}()
+	timer := ft.next(t)
+	if _, err := Wait(ctx, l, about.Partition, about.Host, false); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("Wait with the queue full: got %v, want %v", err, ErrQueueFull)
+	}
+	Return(first)
+	var w waited
+	// Not `case w = <-ch:`: Yaegi panics on a receive assigned to an existing variable.
+	select {
+	case got := <-ch:
+		w = got
+	case <-time.After(5 * time.Second):
+		t.Fatal("hangs: a queued Wait was not granted the slot given back")
+	}
+	if w.err != nil || w.s == nil {
+		t.Fatalf("queued Wait: got %v, %v; want a slot", w.s, w.err)
+	}
+	if !timer.isStopped() {
+		t.Errorf("the granted waiter's timer was left running")
+	}
+	wantFetch(t, l, 1, 0)
+	Return(w.s)
+	wantFetch(t, l, 0, 0)
+}
+
+// A Wait whose context ends while queued leaves the queue at once.
+func TestWaitContextEnds(t *testing.T) {
+	ft := newFakeTimers()
+	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	holder := hold(t, l, home)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() {
+		_, err := Wait(ctx, l, search.Partition, search.Host, false)
+		ch <- err
+	}()
+	ft.next(t)
+	cancel()
+	select {
+	case err := <-ch:
+		if !errors.Is(err, ErrContextDone) {
+			t.Fatalf("Wait after its context ended: got %v, want %v", err, ErrContextDone)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("hangs: a queued Wait whose context ended never returned")
+	}
+	wantFetch(t, l, 1, 0)
+	holder()
 	wantFetch(t, l, 0, 0)
 }

@@ -96,6 +96,10 @@ func check(f *ast.File, report func(token.Pos, string, ...interface{})) {
 					}
 				}
 			}
+		case *ast.CommClause:
+			if a, ok := n.Comm.(*ast.AssignStmt); ok && a.Tok == token.ASSIGN {
+				report(n.Pos(), "a select case assigning a receive to existing variables: Yaegi v0.16.1 panics (reflect.Select: invalid Dir); receive with := and assign in the case")
+			}
 		case *ast.RangeStmt:
 			if lit, ok := n.X.(*ast.BasicLit); ok && lit.Kind == token.INT {
 				report(n.Pos(), "range over an integer is not supported by Yaegi v0.16.1")
