@@ -738,3 +738,50 @@ func runWrk(bin, url string, conns int, d time.Duration) (float64, int64, error)
 	n, err := strconv.ParseInt(c[1], 10, 64)
 	return rate, n, err
 }
+
+// TestRedisReloadsDoNotLeak: reloads that move a middleware between two key prefixes on one
+// Redis build a new shared store each time and close the old one, whose tracking connection
+// and its goroutines (the near cache's) must end with it.
+func TestRedisReloadsDoNotLeak(t *testing.T) {
+	requireE2ERedis(t)
+	const reloads = 60
+	rd := startRedis(t, 0)
+	o := newOrigin(t)
+	body := body1K("redis-leak")
+	o.Handle("/rleak/a", answer("max-age=3600", body))
+	routes := [2]Dynamic{}
+	for i, prefix := range []string{"leak-a:", "leak-b:"} {
+		conf := redisConfig(rd.URL(0))
+		conf["store"].(map[string]interface{})["keyPrefix"] = prefix
+		routes[i] = cachedRoute("rleak", "/rleak", "weir-rleak", conf)
+	}
+	tr := startTraefik(t, o, routes[0])
+	wantReply(t, "GET before the reloads", get(t, tr, "/rleak/a"), http.StatusOK, body)
+	apply(t, tr, routes[1])
+	apply(t, tr, routes[0])
+	before := settledGoroutines(t, tr)
+
+	for i := 1; i <= reloads; i++ {
+		apply(t, tr, routes[i%2])
+		if i%20 == 0 {
+			wantReply(t, fmt.Sprintf("GET after %d reloads", i), get(t, tr, "/rleak/a"), http.StatusOK, body)
+		}
+	}
+	var after int
+	if !waitFor(15*time.Second, func() bool {
+		after = goroutines(t, tr)
+		return after <= before+goroutineSlack
+	}) {
+		t.Errorf("goroutines: %d before %d reloads between two stores, %d after (slack %d): closed stores leak", before, reloads, after, goroutineSlack)
+	}
+	// The store in use still shares and serves from its near cache.
+	var last reply
+	if !waitFor(5*time.Second, func() bool {
+		last = get(t, tr, "/rleak/a")
+		return last.cacheStatus().hit()
+	}) {
+		t.Errorf("GET after the reloads: Cache-Status = %q, want a hit", last.cacheStatus())
+	}
+	clients, _ := rd.Do("CLIENT", "LIST")
+	t.Logf("goroutines: %d before %d reloads, %d after; redis clients at the end: %d", before, reloads, after, strings.Count(clients, "\n")+1)
+}
