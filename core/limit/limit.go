@@ -146,7 +146,7 @@ func (l *Limiter) Acquire(ctx context.Context, req Request) (release func(), err
 		p.mu.Unlock()
 		return releaser(p, s), nil
 	}
-	return p.waitLocked(ctx, req)
+	return waitLocked(ctx, p, req)
 }
 
 // TryAcquire is Acquire for background work (refreshes, warming): it never waits, and fails
@@ -161,12 +161,12 @@ func (l *Limiter) TryAcquire(req Request) (release func(), err error) {
 	p.mu.Lock()
 	// free is what remains after this fetch takes its slot; it must stay at least size/4.
 	free := p.caps.size - p.inFlight - 1
-	if free*reserveDivisor < p.caps.size || !p.eligibleLocked(req.Partition, req.Host) {
+	if free*reserveDivisor < p.caps.size || !eligibleLocked(p, req.Partition, req.Host) {
 		p.mu.Unlock()
 		return noRelease, ErrNoBackgroundSlot
 	}
 	s := &slot{partition: req.Partition, host: req.Host, state: stateHeld}
-	p.takeLocked(s)
+	takeLocked(p, s)
 	p.mu.Unlock()
 	return releaser(p, s), nil
 }
@@ -300,12 +300,12 @@ func Wait(ctx context.Context, l *Limiter, partition, host string, upload bool) 
 	}
 	sl := &Slot{p: p, s: slot{partition: partition, host: host}}
 	p.mu.Lock()
-	if p.eligibleLocked(partition, host) {
-		p.takeLocked(&sl.s)
+	if eligibleLocked(p, partition, host) {
+		takeLocked(p, &sl.s)
 		p.mu.Unlock()
 		return sl, nil
 	}
-	if err := p.queueLocked(ctx, &sl.s); err != nil {
+	if err := queueLocked(ctx, p, &sl.s); err != nil {
 		return nil, err
 	}
 	return sl, nil

@@ -75,16 +75,20 @@ func (p *pool) setCaps(c caps) {
 	p.mu.Lock()
 	p.caps = c
 	if p.head != nil {
-		p.grantLocked()
+		grantLocked(p)
 	}
 	p.mu.Unlock()
 }
 
+// The pool's internals below are functions of p rather than methods: in Yaegi a method call
+// goes through a reflective wrapper and costs four times a function call (docs/yaegi.md), and
+// a queued request makes half a dozen of these calls.
+
 // waitLocked queues req and waits for a slot. It is called with p.mu held, by Acquire once no
 // slot is free for req, and unlocks it.
-func (p *pool) waitLocked(ctx context.Context, req Request) (func(), error) {
+func waitLocked(ctx context.Context, p *pool, req Request) (func(), error) {
 	s := &slot{partition: req.Partition, host: req.Host}
-	if err := p.queueLocked(ctx, s); err != nil {
+	if err := queueLocked(ctx, p, s); err != nil {
 		return noRelease, err
 	}
 	return releaser(p, s), nil
@@ -92,7 +96,7 @@ func (p *pool) waitLocked(ctx context.Context, req Request) (func(), error) {
 
 // queueLocked queues s and waits until it holds a slot (nil) or is shed (an error). It is
 // called with p.mu held and unlocks it.
-func (p *pool) queueLocked(ctx context.Context, s *slot) error {
+func queueLocked(ctx context.Context, p *pool, s *slot) error {
 	// The partition's share is checked first, so a flooding partition is told it is the one
 	// over its bound (FR-LIM-3) while the queue still has room for others.
 	if p.queuedBy[s.partition] >= p.caps.queueShare {
@@ -105,7 +109,7 @@ func (p *pool) queueLocked(ctx context.Context, s *slot) error {
 	}
 	s.ready = make(chan struct{})
 	s.state = stateQueued
-	p.pushLocked(s)
+	pushLocked(p, s)
 	wait := p.caps.wait
 	after := p.caps.afterFunc
 	p.mu.Unlock()
@@ -114,7 +118,7 @@ func (p *pool) queueLocked(ctx context.Context, s *slot) error {
 	select {
 	case <-done:
 		// Gone already: leave without arming a timer.
-		return p.leave(ctx, s)
+		return leave(ctx, p, s)
 	default:
 	}
 	// The timer is armed outside the lock because AfterFunc is injected code. A grant that
@@ -123,7 +127,7 @@ func (p *pool) queueLocked(ctx context.Context, s *slot) error {
 		// The timer runs this on a goroutine of its own, where a panic would end the whole
 		// Traefik process.
 		defer func() { _ = recover() }()
-		p.expire(s)
+		expire(p, s)
 	})
 	// Yaegi v0.16.1's select was seen to take a case whose channel was not ready, about once
 	// in 30,000: ready is received again (at once when closed), and the context is believed
@@ -142,7 +146,7 @@ func (p *pool) queueLocked(ctx context.Context, s *slot) error {
 		case <-done:
 			if ctx.Err() != nil {
 				stop()
-				return p.leave(ctx, s)
+				return leave(ctx, p, s)
 			}
 		}
 	}
@@ -150,11 +154,11 @@ func (p *pool) queueLocked(ctx context.Context, s *slot) error {
 
 // leave takes s out of the queue once its context has ended, so a client that gives up frees
 // its place at once.
-func (p *pool) leave(ctx context.Context, s *slot) error {
+func leave(ctx context.Context, p *pool, s *slot) error {
 	p.mu.Lock()
 	switch s.state {
 	case stateQueued:
-		p.unlinkLocked(s)
+		unlinkLocked(p, s)
 		s.state = stateLeft
 		p.mu.Unlock()
 	case stateHeld:
@@ -170,10 +174,10 @@ func (p *pool) leave(ctx context.Context, s *slot) error {
 
 // expire sheds s when its wait bound passes (FR-LIM-2). It runs on the timer's goroutine and
 // does nothing if s was granted or left first.
-func (p *pool) expire(s *slot) {
+func expire(p *pool, s *slot) {
 	p.mu.Lock()
 	if s.state == stateQueued {
-		p.unlinkLocked(s)
+		unlinkLocked(p, s)
 		s.state = stateExpired
 		close(s.ready)
 	}
@@ -222,8 +226,8 @@ func grantOneLocked(p *pool) {
 	perHost := p.caps.perHost
 	for s := p.head; s != nil; s = s.next {
 		if p.byPartition[s.partition] < p.caps.perPartition && (perHost == 0 || p.byHost[s.host] < perHost) {
-			p.unlinkLocked(s)
-			p.takeLocked(s)
+			unlinkLocked(p, s)
+			takeLocked(p, s)
 			close(s.ready)
 			return
 		}
@@ -241,7 +245,7 @@ func returnHostLocked(p *pool, host string) {
 }
 
 // eligibleLocked says whether a fetch for partition and host may take a free slot.
-func (p *pool) eligibleLocked(partition, host string) bool {
+func eligibleLocked(p *pool, partition, host string) bool {
 	if p.inFlight >= p.caps.size || p.byPartition[partition] >= p.caps.perPartition {
 		return false
 	}
@@ -249,7 +253,7 @@ func (p *pool) eligibleLocked(partition, host string) bool {
 }
 
 // takeLocked counts s as holding a slot.
-func (p *pool) takeLocked(s *slot) {
+func takeLocked(p *pool, s *slot) {
 	s.state = stateHeld
 	p.byPartition[s.partition]++
 	if p.caps.perHost > 0 {
@@ -270,12 +274,12 @@ func (p *pool) takeLocked(s *slot) {
 // partitions can be at their cap at once, each with at most queueShare waiters, so without a
 // host cap a scan passes at most 4*128 waiters with the defaults, and usually stops at the
 // first waiter it looks at.
-func (p *pool) grantLocked() {
+func grantLocked(p *pool) {
 	for s := p.head; s != nil && p.inFlight < p.caps.size; {
 		next := s.next
-		if p.eligibleLocked(s.partition, s.host) {
-			p.unlinkLocked(s)
-			p.takeLocked(s)
+		if eligibleLocked(p, s.partition, s.host) {
+			unlinkLocked(p, s)
+			takeLocked(p, s)
 			close(s.ready)
 		}
 		s = next
@@ -283,7 +287,7 @@ func (p *pool) grantLocked() {
 }
 
 // pushLocked appends s to the queue.
-func (p *pool) pushLocked(s *slot) {
+func pushLocked(p *pool, s *slot) {
 	s.prev = p.tail
 	if p.tail != nil {
 		p.tail.next = s
@@ -296,7 +300,7 @@ func (p *pool) pushLocked(s *slot) {
 }
 
 // unlinkLocked takes s out of the queue.
-func (p *pool) unlinkLocked(s *slot) {
+func unlinkLocked(p *pool, s *slot) {
 	if s.prev != nil {
 		s.prev.next = s.next
 	} else {

@@ -284,7 +284,7 @@ func TestLeaveAfterGrantOrExpiry(t *testing.T) {
 		},
 		{
 			desc:   "expired: the wait bound came first",
-			settle: func(p *pool, s *slot, releaseHolder func()) { p.expire(s); releaseHolder() },
+			settle: func(p *pool, s *slot, releaseHolder func()) { expire(p, s); releaseHolder() },
 			want:   ErrQueueWait,
 		},
 	}
@@ -295,11 +295,11 @@ func TestLeaveAfterGrantOrExpiry(t *testing.T) {
 			p := l.fetch
 			s := &slot{partition: search.Partition, host: search.Host, ready: make(chan struct{})}
 			p.mu.Lock()
-			p.pushLocked(s)
+			pushLocked(p, s)
 			p.mu.Unlock()
 			tt.settle(p, s, releaseHolder)
 
-			if err := p.leave(canceled(), s); !errors.Is(err, tt.want) {
+			if err := leave(canceled(), p, s); !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
 			wantFetch(t, l, 0, 0)
