@@ -121,35 +121,61 @@ func queueLocked(ctx context.Context, p *pool, s *slot) error {
 		return leave(ctx, p, s)
 	default:
 	}
-	// The timer is armed outside the lock because AfterFunc is injected code. A grant that
-	// lands before it is armed leaves s.ready closed, and the timer is stopped unfired.
-	stop := after(wait, func() {
-		// The timer runs this on a goroutine of its own, where a panic would end the whole
-		// Traefik process.
-		defer func() { _ = recover() }()
-		expire(p, s)
-	})
+	// The wait bound. The real one is a compiled Timer read through its channel: no closure
+	// to arm it, none to stop it (in Yaegi each costs a reflective wrapper, on every queued
+	// request). An injected AfterFunc (tests) is armed outside the lock, as injected code; a
+	// grant that lands before it is armed leaves s.ready closed, and the timer is stopped
+	// unfired.
+	var timer *time.Timer
+	var fired <-chan time.Time
+	var stop func() bool
+	if after == nil {
+		timer = time.NewTimer(wait)
+		fired = timer.C
+	} else {
+		stop = after(wait, func() {
+			// The timer runs this on a goroutine of its own, where a panic would end the
+			// whole Traefik process.
+			defer func() { _ = recover() }()
+			expire(p, s)
+		})
+	}
 	// Yaegi v0.16.1's select was seen to take a case whose channel was not ready, about once
-	// in 30,000: ready is received again (at once when closed), and the context is believed
-	// only with its error.
+	// in 30,000: ready is received again (at once when closed), the context is believed only
+	// with its error, and the timer only with a time.
 	for {
 		select {
 		case <-s.ready:
 			<-s.ready
-			stop()
+			stopTimer(timer, stop)
 			// s.state was set before ready was closed, and only giveBack changes it from
 			// here on.
 			if s.state == stateHeld {
 				return nil
 			}
 			return ErrQueueWait
+		case at := <-fired:
+			if !at.IsZero() {
+				// Sheds s unless a grant came first; either way s.ready is closed and the
+				// next turn returns.
+				expire(p, s)
+			}
 		case <-done:
 			if ctx.Err() != nil {
-				stop()
+				stopTimer(timer, stop)
 				return leave(ctx, p, s)
 			}
 		}
 	}
+}
+
+// stopTimer stops a waiter's wait bound: the real timer, or the injected one.
+func stopTimer(t *time.Timer, stop func() bool) {
+	if t != nil {
+		t.Stop()
+		return
+	}
+	stop()
 }
 
 // leave takes s out of the queue once its context has ended, so a client that gives up frees

@@ -241,31 +241,50 @@ func TestContextDoneBeforeQueueing(t *testing.T) {
 	wantFetch(t, l, 1, 0)
 }
 
-func TestRealTimerStoppedOnGrant(t *testing.T) {
-	armed := make(chan struct{}, 1)
-	l := mustNew(t, Settings{
-		MaxConcurrent: 1,
-		MaxQueueWait:  time.Hour,
-		AfterFunc: func(d time.Duration, f func()) func() bool {
-			stop := afterFunc(d, f)
-			armed <- struct{}{}
-			return stop
-		},
-	})
-	release := hold(t, l, home)
-	ch := make(chan result, 1)
-	go func() {
-		r, err := l.Acquire(context.Background(), search)
-		ch <- result{release: r, err: err}
-	}()
-	select {
-	case <-armed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("hangs: waiter never armed its timer")
+// The real timer (no AfterFunc injected): a grant ends the wait, and the bound sheds a waiter
+// that is never granted.
+func TestRealTimer(t *testing.T) {
+	tests := []struct {
+		desc    string
+		release bool // the holder gives its slot back while the other request waits
+		wait    time.Duration
+		want    error
+	}{
+		{"granted", true, time.Hour, nil},
+		{"wait bound", false, 20 * time.Millisecond, ErrQueueWait},
 	}
-	release()
-	granted(t, ch)()
-	wantFetch(t, l, 0, 0)
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			l := mustNew(t, Settings{MaxConcurrent: 1, MaxQueueWait: tt.wait})
+			release := hold(t, l, home)
+			ch := make(chan result, 1)
+			go func() {
+				r, err := l.Acquire(context.Background(), search)
+				ch <- result{release: r, err: err}
+			}()
+			if tt.release {
+				// Given back once the other request waits: its wait is an hour, so it
+				// stays queued until then.
+				deadline := time.Now().Add(5 * time.Second)
+				for l.Stats().Fetch.Queued == 0 {
+					if time.Now().After(deadline) {
+						t.Fatal("hangs: the waiter never queued")
+					}
+					time.Sleep(time.Millisecond)
+				}
+				release()
+			}
+			r := await(t, ch)
+			if !errors.Is(r.err, tt.want) {
+				t.Fatalf("queued Acquire: got %v, want %v", r.err, tt.want)
+			}
+			r.release()
+			if !tt.release {
+				release()
+			}
+			wantFetch(t, l, 0, 0)
+		})
+	}
 }
 
 // TestLeaveAfterGrantOrExpiry covers a context that ends just as the waiter is granted or

@@ -54,7 +54,8 @@ type Settings struct {
 
 	// AfterFunc arms the timer that bounds a waiter's wait: it calls f once after d unless
 	// stop is called first. Only waiters arm one; a request that finds a free slot does not.
-	// Zero: time.AfterFunc. Tests inject timers they fire by hand.
+	// Nil: a real time.Timer, read through its channel. Tests inject timers they fire by
+	// hand.
 	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
@@ -116,15 +117,5 @@ func (s Settings) withDefaults() Settings {
 	if s.MaxUpload == 0 {
 		s.MaxUpload = DefaultMaxUpload
 	}
-	if s.AfterFunc == nil {
-		s.AfterFunc = afterFunc
-	}
 	return s
-}
-
-// afterFunc is the real timer behind Settings.AfterFunc. The Timer's Stop is wrapped in a
-// closure rather than stored as a method value, which Yaegi cannot load.
-func afterFunc(d time.Duration, f func()) func() bool {
-	t := time.AfterFunc(d, f)
-	return func() bool { return t.Stop() }
 }
