@@ -123,8 +123,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		scheme = "https://"
 	}
-	// Not `switch h.hot { case nil: }`: Yaegi never matches a nil pointer tag with case nil.
 	key := scheme + r.Host + ru
+	// Not `switch h.hot { case nil: }`: Yaegi never matches a nil pointer tag with case nil.
 	var ent *store.Entry
 	if h.hot != nil {
 		ent = store.Lookup(h.hot, key)
