@@ -123,30 +123,11 @@ func (l *Limiter) apply(s Settings) {
 // A free slot is granted even if ctx has already ended; the fetch itself will see that. On
 // error the returned release is a no-op, never nil.
 func (l *Limiter) Acquire(ctx context.Context, req Request) (release func(), err error) {
-	p := l.fetch
-	if req.Upload {
-		p = l.upload
+	sl, err := Wait(ctx, l, req.Partition, req.Host, req.Upload)
+	if err != nil {
+		return noRelease, err
 	}
-	// The uncontended path is one lock, two map operations and no timer: every origin fetch
-	// passes here, and in Yaegi each step costs about a microsecond.
-	p.mu.Lock()
-	n := p.byPartition[req.Partition]
-	if p.inFlight < p.caps.size && n < p.caps.perPartition &&
-		(p.caps.perHost == 0 || p.byHost[req.Host] < p.caps.perHost) {
-		s := &slot{partition: req.Partition, host: req.Host, state: stateHeld}
-		p.byPartition[req.Partition] = n + 1
-		if p.caps.perHost > 0 {
-			p.byHost[req.Host]++
-			s.hostCounted = true
-		}
-		p.inFlight++
-		if p.inFlight > p.highWater {
-			p.highWater = p.inFlight
-		}
-		p.mu.Unlock()
-		return releaser(p, s), nil
-	}
-	return waitLocked(ctx, p, req)
+	return releaser(sl.p, &sl.s), nil
 }
 
 // TryAcquire is Acquire for background work (refreshes, warming): it never waits, and fails
@@ -289,10 +270,10 @@ func takeHostLocked(p *pool, host string) bool {
 	return true
 }
 
-// Wait is Acquire for the engine's pass-through requests, returning a Slot to give back with
-// Return instead of a release function: in Yaegi a closure costs a wrapper to build and a
-// reflective call to run. It grants a free slot as Acquire does, or queues and waits, with
-// Acquire's errors.
+// Wait is Acquire returning a Slot to give back with Return instead of a release function:
+// the engine's pass-through requests use it, since in Yaegi a closure costs a wrapper to
+// build and a reflective call to run. It grants a free slot at once, or queues and waits,
+// with Acquire's errors; Acquire is Wait with the release closure around it.
 func Wait(ctx context.Context, l *Limiter, partition, host string, upload bool) (*Slot, error) {
 	p := l.fetch
 	if upload {

@@ -84,16 +84,6 @@ func (p *pool) setCaps(c caps) {
 // goes through a reflective wrapper and costs four times a function call (docs/yaegi.md), and
 // a queued request makes half a dozen of these calls.
 
-// waitLocked queues req and waits for a slot. It is called with p.mu held, by Acquire once no
-// slot is free for req, and unlocks it.
-func waitLocked(ctx context.Context, p *pool, req Request) (func(), error) {
-	s := &slot{partition: req.Partition, host: req.Host}
-	if err := queueLocked(ctx, p, s); err != nil {
-		return noRelease, err
-	}
-	return releaser(p, s), nil
-}
-
 // queueLocked queues s and waits until it holds a slot (nil) or is shed (an error). It is
 // called with p.mu held and unlocks it.
 func queueLocked(ctx context.Context, p *pool, s *slot) error {
@@ -225,13 +215,9 @@ func giveBack(p *pool, s *slot) {
 	}
 	s.state = stateReleased
 	p.inFlight--
-	if n := p.byPartition[s.partition]; n > 1 {
-		p.byPartition[s.partition] = n - 1
-	} else {
-		delete(p.byPartition, s.partition)
-	}
+	uncount(p.byPartition, s.partition)
 	if s.hostCounted {
-		returnHostLocked(p, s.host)
+		uncount(p.byHost, s.host)
 	}
 	if p.head != nil {
 		grantOneLocked(p)
@@ -260,13 +246,13 @@ func grantOneLocked(p *pool) {
 	}
 }
 
-// returnHostLocked uncounts a slot of host. Apart from giveBack, which every origin request
-// calls: the host cap is off by default, and its slots would cost every call (docs/yaegi.md).
-func returnHostLocked(p *pool, host string) {
-	if n := p.byHost[host]; n > 1 {
-		p.byHost[host] = n - 1
+// uncount takes one from m[k], and forgets k at zero so that the maps stay as small as what
+// is in flight or queued.
+func uncount(m map[string]int, k string) {
+	if n := m[k]; n > 1 {
+		m[k] = n - 1
 	} else {
-		delete(p.byHost, host)
+		delete(m, k)
 	}
 }
 
@@ -340,11 +326,7 @@ func unlinkLocked(p *pool, s *slot) {
 	s.prev = nil
 	s.next = nil
 	p.queued--
-	if n := p.queuedBy[s.partition]; n > 1 {
-		p.queuedBy[s.partition] = n - 1
-	} else {
-		delete(p.queuedBy, s.partition)
-	}
+	uncount(p.queuedBy, s.partition)
 }
 
 // stats returns a snapshot of the pool.
