@@ -81,7 +81,10 @@ func (h *Handler) observeShared(key string, now time.Time) {
 	}
 	atomic.StoreInt64(&bs.lastRead, now.UnixNano())
 	st, log := bs.current()
-	group := h.e.breakers
+	// The generation before the read: a breaker that changed meanwhile (closed by hand, with
+	// its shared deadline cleared) does not adopt what the read found.
+	b := h.e.breakers.Get(key, now)
+	gen := b.Generation()
 	timeout := h.s.StoreTimeout
 	nowFn := h.s.Now
 	go func() {
@@ -93,7 +96,7 @@ func (h *Handler) observeShared(key string, now time.Time) {
 		if err != nil || ent == nil {
 			return
 		}
-		group.Observe(key, ent.FreshUntil, nowFn())
+		b.ObserveAt(gen, ent.FreshUntil, nowFn())
 	}()
 }
 

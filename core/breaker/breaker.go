@@ -239,12 +239,38 @@ func (b *Breaker) Release(p Permit, now time.Time) {
 // Observe does not call OnTrip, so deadlines do not echo between instances.
 func (b *Breaker) Observe(openUntil, now time.Time) bool {
 	b.mu.Lock()
+	adopted := b.observeLocked(openUntil, now)
+	b.mu.Unlock()
+	return adopted
+}
+
+// Generation returns the breaker's generation, which changes with every change of its state.
+// A reader of a shared deadline takes it before the read and hands it to ObserveAt.
+func (b *Breaker) Generation() uint64 {
+	b.mu.Lock()
+	gen := b.gen
+	b.mu.Unlock()
+	return gen
+}
+
+// ObserveAt is Observe for a deadline read in the background, starting at generation gen.
+// If the breaker's state changed meanwhile, the reading is late and ignored: an operator's
+// ForceClose that cleared the shared deadline must not be undone by a read of it that was
+// already under way.
+func (b *Breaker) ObserveAt(gen uint64, openUntil, now time.Time) bool {
+	b.mu.Lock()
+	adopted := gen == b.gen && b.observeLocked(openUntil, now)
+	b.mu.Unlock()
+	return adopted
+}
+
+// observeLocked adopts openUntil if it is later than now and the local deadline. b.mu must
+// be held.
+func (b *Breaker) observeLocked(openUntil, now time.Time) bool {
 	if !openUntil.After(now) || !openUntil.After(b.openUntil) {
-		b.mu.Unlock()
 		return false
 	}
 	b.open(openUntil)
-	b.mu.Unlock()
 	return true
 }
 

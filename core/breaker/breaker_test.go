@@ -436,3 +436,21 @@ func BenchmarkAllowRecord(b *testing.B) {
 		br.Record(p, false, t0)
 	}
 }
+
+// A deadline read in the background is adopted only if the breaker did not change while it
+// was read: an operator's close must not be undone by a read already under way.
+func TestObserveAtIgnoresLateReadings(t *testing.T) {
+	b := newTestBreaker(t, Settings{})
+	b.ForceOpen(t0, 30*time.Second)
+	gen := b.Generation()
+	b.ForceClose(t0.Add(time.Second))
+	if b.ObserveAt(gen, t0.Add(30*time.Second), t0.Add(time.Second)) {
+		t.Errorf("ObserveAt with a generation from before ForceClose = true, want false")
+	}
+	wantState(t, b, t0.Add(time.Second), StateClosed)
+
+	if !b.ObserveAt(b.Generation(), t0.Add(30*time.Second), t0.Add(time.Second)) {
+		t.Errorf("ObserveAt with the current generation = false, want true")
+	}
+	wantState(t, b, t0.Add(time.Second), StateOpen)
+}
