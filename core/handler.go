@@ -192,8 +192,9 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 	// The key of a request without a query is its partition.
 	slot := limit.Take(h.e.limiter, key, r.Host, r.ContentLength != 0)
 	if slot == nil {
-		passQueued(h, w, r, key)
-		return
+		if slot = queueForSlot(h, w, r, key); slot == nil {
+			return
+		}
 	}
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
 	defer limit.Return(slot)
@@ -201,17 +202,17 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 	h.next.ServeHTTP(w, r)
 }
 
-// passQueued is passMarked for a request that found no slot free at once: it waits in the
-// limiter's queue (limit.Wait, which hands back a Slot rather than a closure) or is shed.
-func passQueued(h *Handler, w http.ResponseWriter, r *http.Request, key string) {
+// queueForSlot is passMarked's wait for a request that found no slot free at once: in the
+// limiter's queue (limit.Wait, which hands back a Slot rather than a closure). A request
+// that is shed is answered here, and gets nil. A function of its own, so that its frame
+// slots are paid only by requests that queue.
+func queueForSlot(h *Handler, w http.ResponseWriter, r *http.Request, key string) *limit.Slot {
 	slot, err := limit.Wait(r.Context(), h.e.limiter, key, r.Host, r.ContentLength != 0)
 	if err != nil {
 		h.shed(w, r, h.passStatus, err)
-		return
+		return nil
 	}
-	defer limit.Return(slot)
-	w.Header()["Cache-Status"] = h.passStatusValue
-	h.next.ServeHTTP(w, r)
+	return slot
 }
 
 // serve is the general path: any key, Vary, the client's validators and cache directives,
