@@ -94,13 +94,18 @@ func (h *Handler) reportAnomaly(a *missrate.Anomaly) {
 		h.e.name, a.Partition, a.Requests, a.Misses, a.Window, strings.Join(a.Varying, ","), a.Throttled))
 }
 
-// serveNegative answers from a negative entry: the remembered status and Retry-After, no
-// body, no origin contact (FR-NEG-1, FR-NEG-2).
+// serveNegative answers from a negative entry: the remembered status, no body, no origin
+// contact (FR-NEG-1, FR-NEG-2), and Retry-After, which every 503 (and 502, 504) Weir makes
+// carries: the time left until the later of the entry's end and the end of the origin's own
+// Retry-After, so a client that obeys it neither comes back to the same negative answer nor
+// before the origin asked.
 func (h *Handler) serveNegative(w http.ResponseWriter, ne neg.Entry, now time.Time) {
 	hdr := w.Header()
-	if ne.RetryAfter > 0 {
-		hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(ne.RetryAfter), 10)}
+	left := ne.Until.Sub(now)
+	if origin := ne.At.Add(ne.RetryAfter).Sub(now); origin > left {
+		left = origin
 	}
+	hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(left), 10)}
 	hdr["Content-Length"] = []string{"0"}
 	hdr["Cache-Status"] = []string{statusHit + strconv.FormatInt(ceilSeconds(ne.Until.Sub(now)), 10) + paramDetail + "negative"}
 	w.WriteHeader(ne.Status)

@@ -32,6 +32,8 @@ type Failure struct {
 type Entry struct {
 	Status     int
 	RetryAfter time.Duration
+	// At is when the failure was recorded: the origin's RetryAfter counts from it.
+	At time.Time
 	// Until is when the entry stops being served; the engine derives Cache-Status ttl from it.
 	Until time.Time
 }
@@ -88,7 +90,7 @@ func (c *Cache) Record(key string, f Failure, now time.Time) bool {
 	if ra < 0 {
 		ra = 0
 	}
-	e := Entry{Status: f.Status, RetryAfter: ra, Until: now.Add(c.ttl)}
+	e := Entry{Status: f.Status, RetryAfter: ra, At: now, Until: now.Add(c.ttl)}
 	c.mu.Lock()
 	n := c.entries[key]
 	if n != nil {

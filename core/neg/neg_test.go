@@ -73,7 +73,7 @@ func TestRecordAndLookup(t *testing.T) {
 		t.Fatalf("Record(503) = false, want true")
 	}
 	e, ok := c.Lookup("k", t0.Add(time.Second))
-	want := Entry{Status: 503, RetryAfter: 30 * time.Second, Until: t0.Add(2 * time.Second)}
+	want := Entry{Status: 503, RetryAfter: 30 * time.Second, At: t0, Until: t0.Add(2 * time.Second)}
 	if !ok || e != want {
 		t.Errorf("Lookup() = %+v, %v, want %+v, true", e, ok, want)
 	}
