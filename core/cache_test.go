@@ -214,6 +214,8 @@ func TestVarySelectsVariants(t *testing.T) {
 		{desc: "second field selects too", header: []string{"Accept-Encoding", "gzip", "Accept-Language", "fr"}, wantStatus: "Weir; fwd=vary-miss; stored", wantBody: "gzip|fr", wantOrigins: 4},
 		{desc: "white space does not matter", header: []string{"Accept-Encoding", "gzip, br"}, wantStatus: "Weir; fwd=vary-miss; stored", wantBody: "gzip, br|", wantOrigins: 5},
 		{desc: "same list without spaces", header: []string{"Accept-Encoding", "gzip,br"}, wantStatus: "Weir; hit; ttl=60", wantBody: "gzip, br|", wantOrigins: 5},
+		{desc: "a member's inner white space selects another variant", header: []string{"Accept-Encoding", "gzip, br", "Accept-Language", "f r"}, wantStatus: "Weir; fwd=vary-miss; stored", wantBody: "gzip, br|f r", wantOrigins: 6},
+		{desc: "and the member without it another", header: []string{"Accept-Encoding", "gzip, br", "Accept-Language", "fr"}, wantStatus: "Weir; fwd=vary-miss; stored", wantBody: "gzip, br|fr", wantOrigins: 7},
 	}
 	for _, st := range steps {
 		w := do(t, h, http.MethodGet, url, st.header...)
@@ -714,6 +716,93 @@ func TestQueryNormalisationSharesEntries(t *testing.T) {
 	for _, u := range others {
 		if got := do(t, h, http.MethodGet, u).Header().Get("Cache-Status"); got != "Weir; fwd=uri-miss; stored" {
 			t.Errorf("GET %s: Cache-Status = %q, want a miss of its own", u, got)
+		}
+	}
+}
+
+// TestRequestNoStore: the answer to a request with Cache-Control: no-store is neither stored
+// nor remembered as a failure, nor shared with other waiters, and the key stays cacheable for
+// the requests that follow (RFC 9111 section 5.2.1.5). Such a request may still be answered
+// from storage.
+func TestRequestNoStore(t *testing.T) {
+	clock := newFakeClock()
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/fail":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		case "/etag":
+			w.Header().Set("Cache-Control", "max-age=10")
+			w.Header().Set("Etag", `"v1"`)
+			if r.Header.Get("If-None-Match") == `"v1"` {
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		default:
+			w.Header().Set("Cache-Control", "max-age=60")
+		}
+		w.Write([]byte("answer " + strconv.Itoa(n)))
+	})
+	h := newTestHandler(t, Settings{Now: clock.Now}, o)
+	noStore := []string{"Cache-Control", "no-store"}
+	steps := []struct {
+		desc        string
+		url         string
+		header      []string
+		advance     time.Duration
+		wantStatus  string
+		wantBody    string
+		wantOrigins int
+	}{
+		{desc: "no-store request", url: "/a", header: noStore, wantStatus: "Weir; fwd=uri-miss; detail=request-no-store", wantBody: "answer 1", wantOrigins: 1},
+		{desc: "next client is not given it", url: "/a", wantStatus: "Weir; fwd=uri-miss; stored", wantBody: "answer 2", wantOrigins: 2},
+		{desc: "a no-store request may be answered from storage", url: "/a", header: noStore, wantStatus: "Weir; hit; ttl=60", wantBody: "answer 2", wantOrigins: 2},
+		{desc: "a failure is not remembered for it", url: "/fail", header: noStore, wantStatus: "Weir; fwd=uri-miss; detail=origin-error", wantOrigins: 3},
+		{desc: "so the next request asks the origin", url: "/fail", wantStatus: "Weir; fwd=uri-miss; detail=origin-error", wantOrigins: 4},
+		{desc: "stored with a validator", url: "/etag", wantStatus: "Weir; fwd=uri-miss; stored", wantBody: "answer 5", wantOrigins: 5},
+		{desc: "revalidated for a no-store request", url: "/etag", header: noStore, advance: 20 * time.Second,
+			wantStatus: "Weir; fwd=stale; detail=request-no-store", wantBody: "answer 5", wantOrigins: 6},
+		{desc: "the 304 did not refresh what is stored", url: "/etag", wantStatus: "Weir; fwd=stale; stored; fwd-status=304", wantBody: "answer 5", wantOrigins: 7},
+	}
+	for _, st := range steps {
+		clock.Add(st.advance)
+		w := do(t, h, http.MethodGet, "http://example.com"+st.url, st.header...)
+		if got := w.Header().Get("Cache-Status"); got != st.wantStatus {
+			t.Errorf("%s: Cache-Status = %q, want %q", st.desc, got, st.wantStatus)
+		}
+		if st.wantBody != "" && w.Body.String() != st.wantBody {
+			t.Errorf("%s: body = %q, want %q", st.desc, w.Body.String(), st.wantBody)
+		}
+		if got := o.callCount(); got != st.wantOrigins {
+			t.Errorf("%s: origin calls = %d, want %d", st.desc, got, st.wantOrigins)
+		}
+	}
+}
+
+// TestEmptyQueryIsItsOwnKey: `/p?` and `/p` reach the origin as two URIs (RFC 3986 section
+// 6.2.3), so neither is answered with the other's entry, on the hit path or off it.
+func TestEmptyQueryIsItsOwnKey(t *testing.T) {
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Write([]byte(r.RequestURI))
+	})
+	h := newTestHandler(t, Settings{Now: newFakeClock().Now, QueryDrop: []string{"utm_source"}}, o)
+	steps := []struct {
+		desc, url, wantStatus, wantBody string
+	}{
+		{desc: "no query", url: "http://example.com/p", wantStatus: "Weir; fwd=uri-miss; stored", wantBody: "/p"},
+		{desc: "empty query", url: "http://example.com/p?", wantStatus: "Weir; fwd=uri-miss; stored", wantBody: "/p?"},
+		{desc: "empty query again", url: "http://example.com/p?", wantStatus: "Weir; hit; ttl=60", wantBody: "/p?"},
+		{desc: "no query again", url: "http://example.com/p", wantStatus: "Weir; hit; ttl=60", wantBody: "/p"},
+		{desc: "only a dropped parameter is no query", url: "http://example.com/p?utm_source=x", wantStatus: "Weir; hit; ttl=60", wantBody: "/p"},
+	}
+	for _, st := range steps {
+		w := do(t, h, http.MethodGet, st.url)
+		if got := w.Header().Get("Cache-Status"); got != st.wantStatus {
+			t.Errorf("%s: Cache-Status = %q, want %q", st.desc, got, st.wantStatus)
+		}
+		if got := w.Body.String(); got != st.wantBody {
+			t.Errorf("%s: body = %q, want %q", st.desc, got, st.wantBody)
 		}
 	}
 }

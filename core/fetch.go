@@ -114,9 +114,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	switch {
 	case rec.mode == modeStream:
 		res.streamed = true
-		if rec.reason != reasonAuth {
-			// An answer refused only for the request's credentials says nothing of the
-			// answer others get: the key stays cacheable (FR-COA-8).
+		if !requestScoped(rec.reason) {
 			h.markPass(key, respTime)
 		}
 		return res
@@ -126,7 +124,8 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 		return res
 	case isOriginError(rec.status):
 		res.originError = true
-		if stale == nil {
+		if stale == nil && !requestNoStore(req) {
+			// A negative entry stores part of the answer: not for a request that forbids it.
 			h.rememberFailure(key, req, rec.status, rec.header, respTime)
 		}
 		return res
@@ -139,14 +138,14 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 			// A 304 that sets a cookie or makes the answer private or no-store updates it for
 			// the leader only: neither stored nor shared with followers.
 			res.reason = reason
-			if reason != reasonAuth {
+			if !requestScoped(reason) {
 				h.markPass(key, respTime)
 			}
 			return res
 		}
 		res.entry, res.revalidated = ent, true
 	case !rec.storable:
-		if rec.reason != reasonAuth {
+		if !requestScoped(rec.reason) {
 			h.markPass(key, respTime)
 		}
 		return res

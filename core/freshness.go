@@ -36,6 +36,7 @@ const (
 	reasonPrivate   = "private"
 	reasonCookie    = "set-cookie"
 	reasonAuth      = "authorization"
+	reasonReqStore  = "request-no-store"
 	reasonStatus    = "status"
 	reasonNoFresh   = "no-freshness"
 	reasonVaryStar  = "vary-star"
@@ -48,6 +49,9 @@ const (
 func (p *policy) storable(r *http.Request, status int, h http.Header, cc cacheControl) (bool, string) {
 	explicit := cc.sMaxAge >= 0 || cc.maxAge >= 0 || len(h["Expires"]) > 0
 	switch {
+	case requestNoStore(r):
+		// RFC 9111 section 5.2.1.5: no part of the answer to such a request is stored.
+		return false, reasonReqStore
 	case cc.noStore:
 		return false, reasonNoStore
 	case cc.private:
@@ -72,6 +76,20 @@ func (p *policy) storable(r *http.Request, status int, h http.Header, cc cacheCo
 		return true, ""
 	}
 	return false, reasonNoFresh
+}
+
+// requestNoStore tells whether the client forbids storing the answer to r (RFC 9111
+// section 5.2.1.5).
+func requestNoStore(r *http.Request) bool {
+	cc := r.Header["Cache-Control"]
+	return len(cc) > 0 && parseCacheControl(cc).noStore
+}
+
+// requestScoped tells whether an answer was refused storage for something in the request
+// alone (its credentials, its no-store): that says nothing of the answer others get, so the
+// key is not marked hit-for-pass (FR-COA-8).
+func requestScoped(reason string) bool {
+	return reason == reasonAuth || reason == reasonReqStore
 }
 
 // otherStorableStatus tells whether a status outside storableStatus may be stored with

@@ -67,29 +67,41 @@ func requestPath(r *http.Request) string {
 }
 
 // key returns the cache key of r: its partition and its normalised query. ServeHTTP builds
-// the same key inline for requests without a query.
+// the same key inline for requests without a query, from RequestURI whole.
+//
+// `/p?` and `/p` are two keys: RFC 3986 section 6.2.3 keeps an empty query apart from none,
+// and an origin may answer them differently. Only the operator's key.queryDrop may make a
+// query vanish from the key.
 func (k keyer) key(r *http.Request) string {
 	part := partition(r)
 	if r.URL.RawQuery == "" {
+		if r.URL.ForceQuery || strings.IndexByte(r.RequestURI, '?') >= 0 {
+			return part + "?"
+		}
 		return part
 	}
-	q := k.normalizeQuery(r.URL.RawQuery)
-	if q == "" {
+	q, dropped := k.normalizeQuery(r.URL.RawQuery)
+	if q == "" && dropped {
 		return part
 	}
 	return part + "?" + q
 }
 
-// normalizeQuery drops empty and dropped parameters and sorts the rest. Parameters keep their
-// encoding: two spellings of one value stay two keys, which costs a miss, never a wrong hit.
-func (k keyer) normalizeQuery(q string) string {
+// normalizeQuery drops empty and dropped parameters and sorts the rest; dropped reports
+// whether key.queryDrop removed one. Parameters keep their encoding: two spellings of one
+// value stay two keys, which costs a miss, never a wrong hit.
+func (k keyer) normalizeQuery(q string) (norm string, dropped bool) {
 	if k.drop == nil && strings.IndexByte(q, '&') < 0 {
-		return q
+		return q, false
 	}
 	parts := strings.Split(q, "&")
 	kept := parts[:0]
 	for _, p := range parts {
-		if p == "" || k.dropped(p) {
+		if p == "" {
+			continue
+		}
+		if k.dropped(p) {
+			dropped = true
 			continue
 		}
 		kept = append(kept, p)
@@ -97,7 +109,7 @@ func (k keyer) normalizeQuery(q string) string {
 	// A stable sort keeps repeated parameters (`a=2&a=1`) in their order: for most origins
 	// that order is meaningful.
 	sort.SliceStable(kept, func(i, j int) bool { return paramName(kept[i]) < paramName(kept[j]) })
-	return strings.Join(kept, "&")
+	return strings.Join(kept, "&"), dropped
 }
 
 func (k keyer) dropped(param string) bool {
@@ -160,7 +172,11 @@ func sameNames(a, b []string) bool {
 }
 
 // variantKey is the key of the variant that r selects among the answers of key varying on
-// names. Values are normalised by dropping white space, which RFC 9111 section 4.1 allows.
+// names. RFC 9111 section 4.1 allows only normalisations that the field's own syntax makes
+// meaningless (section 5.6.1 of RFC 9110 for lists): the optional white space around the
+// members of a list-based field, and how its members are split across field lines. Anything
+// else is compared as sent, so `User-Agent: A B/1` and `User-Agent: AB/1` are two variants. An
+// absent field is its own variant, apart from an empty one.
 func variantKey(key string, names []string, r *http.Request) string {
 	var b strings.Builder
 	b.WriteString(key)
@@ -168,14 +184,74 @@ func variantKey(key string, names []string, r *http.Request) string {
 	for _, name := range names {
 		b.WriteByte('\x00')
 		b.WriteString(name)
+		vals, present := r.Header[name]
+		if !present {
+			continue
+		}
 		b.WriteByte(':')
-		vals := r.Header[name]
+		if listField[name] {
+			writeListMembers(&b, vals)
+			continue
+		}
+		// Field lines of a singleton field joined by a byte no field value holds (RFC 9110
+		// section 5.5 forbids CR and LF in one).
 		for i, v := range vals {
 			if i > 0 {
-				b.WriteByte(',')
+				b.WriteByte('\n')
 			}
-			b.WriteString(strings.Join(strings.Fields(v), ""))
+			b.WriteString(strings.Trim(v, " \t"))
 		}
 	}
 	return b.String()
+}
+
+// listField names the request fields whose value is a comma-separated list (RFC 9110 section
+// 5.6.1) and that origins commonly vary on: their members may be re-split and their optional
+// white space dropped without changing what the field says.
+var listField = map[string]bool{
+	"Accept": true, "Accept-Charset": true, "Accept-Encoding": true, "Accept-Language": true,
+	"Cache-Control": true, "Te": true, "Pragma": true,
+}
+
+// writeListMembers writes a list field's members, from every line, joined by commas: the
+// optional white space (spaces and tabs, nothing else) around each member dropped, empty
+// members left out (RFC 9110 section 5.6.1), commas inside a quoted string kept with their
+// member.
+func writeListMembers(b *strings.Builder, lines []string) {
+	first := true
+	for _, line := range lines {
+		for len(line) > 0 {
+			end := listMemberEnd(line)
+			member := strings.Trim(line[:end], " \t")
+			if end < len(line) {
+				line = line[end+1:]
+			} else {
+				line = ""
+			}
+			if member == "" {
+				continue
+			}
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			b.WriteString(member)
+		}
+	}
+}
+
+// listMemberEnd is the index of the comma that ends s's first list member, or len(s): a
+// comma inside a quoted string, or escaped in one, belongs to the member.
+func listMemberEnd(s string) int {
+	inQuote := false
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			inQuote = !inQuote
+		} else if s[i] == '\\' && inQuote {
+			i++
+		} else if s[i] == ',' && !inQuote {
+			return i
+		}
+	}
+	return len(s)
 }

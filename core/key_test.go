@@ -30,7 +30,9 @@ func TestKeyerKey(t *testing.T) {
 		{desc: "dropped when percent-encoded", url: "http://example.com/p?utm%5Fsource=x&a=1", want: "http://example.com/p?a=1"},
 		{desc: "dropped when plus-encoded", url: "http://example.com/p?a+b=x&a=1", want: "http://example.com/p?a=1"},
 		{desc: "only dropped parameters", url: "http://example.com/p?utm_source=x&fbclid=y", want: "http://example.com/p"},
-		{desc: "lone question mark", url: "http://example.com/p?", want: "http://example.com/p"},
+		// RFC 3986 section 6.2.3: an empty query is not no query; the origin sees `/p?`.
+		{desc: "lone question mark", url: "http://example.com/p?", want: "http://example.com/p?"},
+		{desc: "only empty parameters", url: "http://example.com/p?&&", want: "http://example.com/p?"},
 		{desc: "name prefix is not the name", url: "http://example.com/p?utm_sourcex=1", want: "http://example.com/p?utm_sourcex=1"},
 		{desc: "values keep their encoding", url: "http://example.com/p?q=a%20b&r=a+b", want: "http://example.com/p?q=a%20b&r=a+b"},
 	}
@@ -75,7 +77,7 @@ func TestNormalizeQueryWithoutDrop(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			if got := k.normalizeQuery(tc.in); got != tc.want {
+			if got, _ := k.normalizeQuery(tc.in); got != tc.want {
 				t.Errorf("normalizeQuery(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
@@ -123,7 +125,13 @@ func TestVariantKey(t *testing.T) {
 		r    *http.Request
 		same bool
 	}{
-		{desc: "white space ignored", r: req("Accept-Encoding", "gzip,br", "Accept-Language", "fr"), same: true},
+		{desc: "white space around list members ignored", r: req("Accept-Encoding", "gzip,br", "Accept-Language", "fr"), same: true},
+		{desc: "tabs around list members ignored", r: req("Accept-Encoding", "gzip\t,\t br", "Accept-Language", "fr"), same: true},
+		{desc: "list members split across lines", r: req("Accept-Encoding", "gzip", "Accept-Encoding", "br", "Accept-Language", "fr"), same: true},
+		{desc: "empty list members ignored", r: req("Accept-Encoding", ", gzip,, br,", "Accept-Language", "fr"), same: true},
+		{desc: "white space inside a member matters", r: req("Accept-Encoding", "gzip, br", "Accept-Language", "f r"), same: false},
+		{desc: "a vertical tab is no white space", r: req("Accept-Encoding", "gzip, br\v", "Accept-Language", "fr"), same: false},
+		{desc: "a quoted comma stays in its member", r: req("Accept-Encoding", `gzip, br;q="1,0"`, "Accept-Language", "fr"), same: false},
 		{desc: "other headers ignored", r: req("Accept-Encoding", "gzip, br", "Accept-Language", "fr", "Cookie", "a=1"), same: true},
 		{desc: "other value", r: req("Accept-Encoding", "gzip", "Accept-Language", "fr"), same: false},
 		{desc: "order of values matters", r: req("Accept-Encoding", "br, gzip", "Accept-Language", "fr"), same: false},
@@ -140,6 +148,41 @@ func TestVariantKey(t *testing.T) {
 	}
 	if variantKey("k1", names, req()) == variantKey("k2", names, req()) {
 		t.Error("two keys share a variant key")
+	}
+}
+
+// TestVariantKeySingletonFields: a field that is no list is compared as sent, apart from the
+// white space around the whole value, which is not part of it (RFC 9110 section 5.5): a
+// client must not plant a variant that another client's different value selects.
+func TestVariantKeySingletonFields(t *testing.T) {
+	names := []string{"User-Agent"}
+	req := func(header ...string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "http://example.com/v", nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header[header[i]] = append(r.Header[header[i]], header[i+1])
+		}
+		return r
+	}
+	tests := []struct {
+		desc string
+		a, b *http.Request
+		same bool
+	}{
+		{desc: "inner white space matters", a: req("User-Agent", "A B/1"), b: req("User-Agent", "AB/1"), same: false},
+		{desc: "a tab is not a space", a: req("User-Agent", "A B/1"), b: req("User-Agent", "A\tB/1"), same: false},
+		{desc: "outer white space is not the value", a: req("User-Agent", "A B/1"), b: req("User-Agent", " A B/1\t"), same: true},
+		{desc: "commas are not list separators", a: req("User-Agent", "a, b"), b: req("User-Agent", "a,b"), same: false},
+		{desc: "two lines are not one with a comma", a: req("User-Agent", "a", "User-Agent", "b"), b: req("User-Agent", "a,b"), same: false},
+		{desc: "absent is not empty", a: req(), b: req("User-Agent", ""), same: false},
+		{desc: "same value", a: req("User-Agent", "A B/1"), b: req("User-Agent", "A B/1"), same: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			a, b := variantKey("k", names, tc.a), variantKey("k", names, tc.b)
+			if (a == b) != tc.same {
+				t.Errorf("variantKey: %q and %q: same = %v, want %v", a, b, a == b, tc.same)
+			}
+		})
 	}
 }
 

@@ -51,13 +51,15 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		h.serveEntry(w, r, stale, now, statusHit+itoa(ttlSeconds(stale, now)))
 		return
 	}
-	if stale == nil && len(r.Header["Authorization"]) > 0 {
-		// FR-COA-8: a request with credentials never waits on, nor leads, a shared fetch.
-		req, cancel := h.fetchRequest(r, nil)
+	if (stale == nil && len(r.Header["Authorization"]) > 0) || requestNoStore(r) {
+		// FR-COA-8: a request with credentials never waits on, nor leads, a shared fetch;
+		// nor does one whose answer may not be stored (RFC 9111 section 5.2.1.5), which
+		// nobody else could be given.
+		req, cancel := h.fetchRequest(r, stale)
 		sk := &sink{w: w, cacheStatus: statusFwd + fwd}
-		res := h.fetch(req, cancel, key, nil, sk)
+		res := h.fetch(req, cancel, key, stale, sk)
 		if !sk.detach() {
-			h.deliver(w, r, res, nil, statusFwd+fwd, false)
+			h.deliver(w, r, res, stale, statusFwd+fwd, false)
 		}
 		return
 	}

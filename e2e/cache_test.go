@@ -212,3 +212,54 @@ func TestInvalidation(t *testing.T) {
 		t.Errorf("origin POSTs = %d, want 1", got)
 	}
 }
+
+// TestRequestsThatMustNotShare: three ways a client could be given an answer the origin gave
+// another request, each through a real Traefik: an empty query (`/p?` is not `/p`, RFC 3986
+// §6.2.3), white space inside a field the answer varies on (RFC 9111 §4.1), and a request
+// that forbids storing its answer (RFC 9111 §5.2.1.5).
+func TestRequestsThatMustNotShare(t *testing.T) {
+	o := newOrigin(t)
+	o.Handle("/share/q", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, r.RequestURI)
+	})
+	o.Handle("/share/ua", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Header().Set("Vary", "User-Agent")
+		io.WriteString(w, r.Header.Get("User-Agent"))
+	})
+	o.Handle("/share/nostore", answer("max-age=60", "shared"))
+	tr := startTraefik(t, o, cachedRoute("share", "/share", "weir-share", specConfig()))
+
+	t.Run("an empty query is not no query", func(t *testing.T) {
+		wantReply(t, "GET /share/q", get(t, tr, "/share/q"), http.StatusOK, "/share/q")
+		r := get(t, tr, "/share/q?")
+		wantReply(t, "GET /share/q?", r, http.StatusOK, "/share/q?")
+		wantMiss(t, "GET /share/q?", r, "uri-miss", true)
+		wantHit(t, "GET /share/q? again", get(t, tr, "/share/q?"))
+		wantCount(t, o, "/share/q", 2)
+	})
+
+	t.Run("white space inside a varying field selects another variant", func(t *testing.T) {
+		ua := func(v string) reply {
+			return send(t, tr, http.MethodGet, "/share/ua", map[string]string{"User-Agent": v})
+		}
+		wantReply(t, "User-Agent A B/1", ua("A B/1"), http.StatusOK, "A B/1")
+		r := ua("AB/1")
+		wantReply(t, "User-Agent AB/1", r, http.StatusOK, "AB/1")
+		wantMiss(t, "User-Agent AB/1", r, "vary-miss", true)
+		wantHit(t, "User-Agent A B/1 again", ua("A B/1"))
+		wantCount(t, o, "/share/ua", 2)
+	})
+
+	t.Run("a no-store request's answer is not stored", func(t *testing.T) {
+		r := send(t, tr, http.MethodGet, "/share/nostore", map[string]string{"Cache-Control": "no-store"})
+		wantReply(t, "GET with no-store", r, http.StatusOK, "shared")
+		if cs := r.cacheStatus(); cs.has("stored") || cs.params["detail"] != "request-no-store" {
+			t.Errorf("GET with no-store: Cache-Status = %q, want detail=request-no-store and nothing stored", cs)
+		}
+		wantMiss(t, "next GET", get(t, tr, "/share/nostore"), "uri-miss", true)
+		wantHit(t, "GET after that", get(t, tr, "/share/nostore"))
+		wantCount(t, o, "/share/nostore", 2)
+	})
+}
