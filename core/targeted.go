@@ -62,8 +62,8 @@ func responseControl(h http.Header) cacheControl {
 }
 
 // weirOnlyField tells whether a header field is meant for Weir alone, and so never leaves it:
-// Weir-Cache-Control, and Surrogate-Control, which the surrogate that uses it removes (Edge
-// Architecture section 2.2; Fastly and Squid do). CDN-Cache-Control is not: RFC 9213 section
+// Weir-Cache-Control, and Surrogate-Control, which the surrogates that implement it (Fastly,
+// Squid) remove once they have used it. CDN-Cache-Control is not: RFC 9213 section
 // 3 has a CDN forward it to the CDNs in front of it. Answers stored, fetched, streamed, or
 // written through statusWriter (other methods) lose them; answers passed through with the
 // client's own writer (hit-for-pass, HEAD misses, a GET with a body or a Range, upgrades)
@@ -88,7 +88,8 @@ func withSurrogateCapability(lines []string) []string {
 
 // parseSurrogateControl reads Surrogate-Control as Edge Architecture section 2.2 defines it:
 // Cache-Control's syntax (names case-insensitive, as the caches that implement it read them),
-// where a directive may name the surrogate it is for after a semicolon (`max-age=60;weir`).
+// where a directive may name the surrogate it is for after a semicolon (`max-age=60;weir`,
+// section 2.3).
 // Directives targeted at token win over untargeted ones; directives targeted at another
 // surrogate are ignored. The `+N` extension of max-age (`max-age=60+30`) is read as max-age
 // alone. ok is false when no directive Weir acts on is left: Weir then reads the next field
@@ -151,9 +152,9 @@ func splitTarget(part string) (directive, target string) {
 	return strings.TrimSpace(part[:cut]), strings.TrimSpace(part[cut+1:])
 }
 
-// dropMaxAgeExtension turns `max-age=60+30` into `max-age=60`: Edge Architecture section
-// 2.2.3's extension asks a surrogate that can to keep the answer 30 seconds longer while it
-// revalidates, which Weir leaves to stale-while-revalidate.
+// dropMaxAgeExtension turns `max-age=60+30` into `max-age=60`: Weir does not use the
+// extension after the plus (Edge Architecture section 2.2.3); stale-while-revalidate and
+// stale-if-error say what Weir may do past max-age.
 func dropMaxAgeExtension(directive string) string {
 	eq := strings.IndexByte(directive, '=')
 	if eq < 0 || !strings.EqualFold(strings.TrimSpace(directive[:eq]), "max-age") {
