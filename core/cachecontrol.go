@@ -20,6 +20,9 @@ type cacheControl struct {
 	// invalid is set when a directive that bounds freshness is malformed or repeated with
 	// different values; the answer is then treated as stale (RFC 9111 section 4.2.1).
 	invalid bool
+	// targeted marks directives read from a targeted field (targeted.go): Expires is then
+	// ignored, as Cache-Control is (RFC 9213 section 2.1).
+	targeted bool
 }
 
 // parseCacheControl reads every Cache-Control field line. It is conservative with malformed

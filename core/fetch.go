@@ -67,6 +67,9 @@ func (h *Handler) fetchRequest(r *http.Request, stale *store.Entry) (*http.Reque
 	}
 	req.Body = http.NoBody
 	req.ContentLength = 0
+	// Weir announces itself as a surrogate, so that the origin can target Surrogate-Control
+	// directives at it (Edge Architecture section 2.1).
+	req.Header["Surrogate-Capability"] = withSurrogateCapability(req.Header["Surrogate-Capability"])
 	if stale != nil {
 		if etag := stale.Header.Get("Etag"); etag != "" {
 			req.Header["If-None-Match"] = []string{etag}
@@ -131,7 +134,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 		return res
 	case rec.status == http.StatusNotModified && stale != nil:
 		merged := mergeNotModified(stale.Header, rec.header)
-		cc := parseCacheControl(merged["Cache-Control"])
+		cc := responseControl(merged)
 		ent := h.policy.newEntry(stale.Status, merged, stale.Body, cc, reqTime, respTime)
 		res.status, res.header, res.body = ent.Status, ent.Header, ent.Body
 		if ok, reason := h.policy.storable(req, stale.Status, merged, cc); !ok {
@@ -216,7 +219,7 @@ func (rec *recorder) WriteHeader(status int) {
 	}
 	rec.wroteHeader = true
 	rec.status = status
-	rec.cc = parseCacheControl(rec.header["Cache-Control"])
+	rec.cc = responseControl(rec.header)
 	rec.storable, rec.reason = rec.h.policy.storable(rec.req, status, rec.header, rec.cc)
 	rec.mode = modeBuffer
 	if rec.sink == nil || isOriginError(status) || (status == http.StatusNotModified && rec.stale) {
@@ -304,6 +307,9 @@ func (s *sink) writeHeader(status int, h http.Header, detail string) {
 	if !s.detached {
 		dst := s.w.Header()
 		for k, v := range h {
+			if weirOnlyField(k) {
+				continue
+			}
 			dst[k] = v
 		}
 		dst["Cache-Status"] = []string{s.cacheStatus + detail}

@@ -47,7 +47,7 @@ const (
 // storable tells whether an answer to r may be stored by a shared cache (RFC 9111 section
 // 3), with Weir's stricter rule that an answer setting a cookie is never shared.
 func (p *policy) storable(r *http.Request, status int, h http.Header, cc cacheControl) (bool, string) {
-	explicit := cc.sMaxAge >= 0 || cc.maxAge >= 0 || len(h["Expires"]) > 0
+	explicit := cc.sMaxAge >= 0 || cc.maxAge >= 0 || (len(h["Expires"]) > 0 && !cc.targeted)
 	switch {
 	case requestNoStore(r):
 		// RFC 9111 section 5.2.1.5: no part of the answer to such a request is stored.
@@ -134,7 +134,7 @@ func (p *policy) newEntry(status int, h http.Header, body []byte, cc cacheContro
 		lifetime = time.Duration(cc.sMaxAge) * time.Second
 	case cc.maxAge >= 0:
 		lifetime = time.Duration(cc.maxAge) * time.Second
-	case len(h["Expires"]) > 0:
+	case len(h["Expires"]) > 0 && !cc.targeted:
 		// An invalid Expires, such as "0", means already expired (RFC 9111 section 5.3).
 		if exp, err := http.ParseTime(h.Get("Expires")); err == nil && exp.After(date) {
 			lifetime = exp.Sub(date)
@@ -206,10 +206,13 @@ func later(a, b time.Time) time.Time {
 }
 
 // Header fields never stored: hop-by-hop fields (RFC 9110 section 7.6.1), Age, which is
-// recomputed on every answer from storage, and Cache-Status, which Weir writes itself.
+// recomputed on every answer from storage, Cache-Status, which Weir writes itself, and the
+// fields meant for Weir alone (weirOnlyField), so that no answer from storage carries them
+// and the hit path has nothing to remove.
 var unstoredHeader = []string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding",
 	"Upgrade", "Proxy-Authenticate", "Age", "Cache-Status",
+	fieldWeirCacheControl, fieldSurrogateControl,
 }
 
 // storedHeader copies an answer's header for storage, with Content-Length set to the

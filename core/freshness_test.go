@@ -177,12 +177,18 @@ func TestStoredHeader(t *testing.T) {
 		"Age":               {"7"},
 		"Cache-Status":      {"Other; hit"},
 		"X-Multi":           {"a", "b"},
+		// Meant for Weir alone, so never stored, and never served from storage.
+		"Surrogate-Control":  {"max-age=60"},
+		"Weir-Cache-Control": {"max-age=60"},
+		// Meant for every CDN in front of Weir too (RFC 9213 section 3).
+		"Cdn-Cache-Control": {"max-age=60"},
 	}
 	got := storedHeader(in, []byte("12345"))
 	want := http.Header{
-		"Content-Type":   {"text/plain"},
-		"Content-Length": {"5"},
-		"X-Multi":        {"a", "b"},
+		"Content-Type":      {"text/plain"},
+		"Content-Length":    {"5"},
+		"X-Multi":           {"a", "b"},
+		"Cdn-Cache-Control": {"max-age=60"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("storedHeader = %v, want %v", got, want)

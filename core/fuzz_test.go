@@ -126,6 +126,65 @@ func asciiUpper(s string) string {
 	return string(b)
 }
 
+// Targeted fields (RFC 9213) are Structured Field Dictionaries; Surrogate-Control is
+// Cache-Control's syntax with targets. Both are read from the same seeds.
+var targetedSeeds = []string{
+	"", "max-age=60", "Max-Age=60", "max-age=60,", "max-age=60;weir", "max-age=60;other, no-store",
+	`private="set-cookie", no-cache=("a" "b");x=?1`, "max-age=1.5, s-maxage=-3", "max-age=999999999999999",
+	"a=:aGk=:, b=?0, c=tok/en", `x="\"\\"`, "max-age=60+30", "MaX-aGe=3600;WEIR", `content="ESI/1.0"`,
+	"(", "a=(", `a="`, "a=?", "a=:", ";", ",", "*=1", " \tmax-age=5\t ", "\x00",
+}
+
+func FuzzParseTargetedField(f *testing.F) {
+	for _, s := range targetedSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(checkTargetedProps)
+}
+
+func TestParseTargetedFieldSeeds(t *testing.T) {
+	for _, s := range targetedSeeds {
+		checkTargetedProps(t, s)
+	}
+}
+
+func checkTargetedProps(t *testing.T, s string) {
+	for _, read := range []struct {
+		name  string
+		parse func(string) (cacheControl, bool)
+	}{
+		{"parseTargetedField", func(v string) (cacheControl, bool) { return parseTargetedField([]string{v}) }},
+		{"parseSurrogateControl", func(v string) (cacheControl, bool) { return parseSurrogateControl([]string{v}, surrogateToken) }},
+	} {
+		cc, ok := read.parse(s)
+		if !ok {
+			if read.name == "parseTargetedField" && cc != noDirectives {
+				t.Fatalf("%s(%q) failed but returned directives %+v", read.name, s, cc)
+			}
+			continue
+		}
+		if !cc.targeted {
+			t.Fatalf("%s(%q) = %+v, not marked targeted", read.name, s, cc)
+		}
+		for _, v := range []int64{cc.maxAge, cc.sMaxAge, cc.staleWhileRevalidate, cc.staleIfError} {
+			if v < -1 || v > maxDeltaSeconds {
+				t.Fatalf("%s(%q): an age of %d, out of range: %+v", read.name, s, v, cc)
+			}
+		}
+		// The directives, written back out as a Dictionary, read the same.
+		if !cc.invalid {
+			out := formatCacheControl(cc)
+			back, backOK := parseTargetedField([]string{out})
+			if out == "" {
+				back, backOK = cc, true
+			}
+			if !backOK || back != cc {
+				t.Fatalf("%s(%q) = %+v, but its directives %q read back as %+v, %v", read.name, s, cc, out, back, backOK)
+			}
+		}
+	}
+}
+
 var varySeeds = []string{
 	"", "*", "Accept-Encoding", "accept-encoding, Accept-Language", " , ,Origin,, ", "Accept, *",
 	"x y", "\u00e9t\u00e9", "a\u0085", "A,b,C,d", "*,", ",*", "\t*\t",

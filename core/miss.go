@@ -291,15 +291,15 @@ func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.En
 	http.Error(w, http.StatusText(http.StatusBadGateway), http.StatusBadGateway)
 }
 
-// writeAnswer writes a held answer. For other waiters than the one it was fetched for, the
-// fields that could carry one client's state (Set-Cookie) are left out, and a private answer
-// keeps only its status.
+// writeAnswer writes a held answer, without the fields meant for Weir alone. For other
+// waiters than the one it was fetched for, the fields that could carry one client's state
+// (Set-Cookie) are left out, and an answer private for Weir keeps only its status.
 func (h *Handler) writeAnswer(w http.ResponseWriter, status int, header http.Header, body []byte, cacheStatus string, shared bool) {
 	dst := w.Header()
-	private := shared && parseCacheControl(header["Cache-Control"]).private
+	private := shared && responseControl(header).private
 	if !private {
 		for k, v := range header {
-			if shared && k == "Set-Cookie" {
+			if (shared && k == "Set-Cookie") || weirOnlyField(k) {
 				continue
 			}
 			dst[k] = v

@@ -101,8 +101,8 @@ func (h *Handler) invalidate(r *http.Request, targets ...string) error {
 }
 
 // statusWriter notes the status and the Location fields of an unsafe method's answer on
-// its way to the client, flushing every write (Yaegi hides the writer's Flusher from the
-// compiled proxy).
+// its way to the client and drops the fields meant for Weir alone, flushing every write
+// (Yaegi hides the writer's Flusher from the compiled proxy).
 //
 // For an unsafe method it invalidates as the status passes, before the answer reaches the
 // client: a client that sends a GET as soon as its POST is answered must not find the old
@@ -121,10 +121,14 @@ func (s *statusWriter) Header() http.Header { return s.w.Header() }
 func (s *statusWriter) WriteHeader(status int) {
 	if s.status == 0 && status >= 200 {
 		s.status = status
+		hdr := s.w.Header()
 		if s.unsafe && status < 400 {
-			hdr := s.w.Header()
 			s.h.invalidate(s.r, hdr.Get("Location"), hdr.Get("Content-Location"))
 		}
+		// The answer passes a writer of Weir's: the fields meant for Weir alone stop here,
+		// as on every answer Weir writes (weirOnlyField).
+		delete(hdr, fieldWeirCacheControl)
+		delete(hdr, fieldSurrogateControl)
 	}
 	s.w.WriteHeader(status)
 }

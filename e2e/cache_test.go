@@ -263,3 +263,78 @@ func TestRequestsThatMustNotShare(t *testing.T) {
 		wantCount(t, o, "/share/nostore", 2)
 	})
 }
+
+// TestTargetedCacheControl: through Traefik, the most specific of Weir's targeted fields
+// decides (Weir-Cache-Control, then Surrogate-Control, then CDN-Cache-Control, then
+// Cache-Control; RFC 9213 §2.1), Weir announces itself in Surrogate-Capability, and the
+// fields meant for Weir alone never reach the client, on a miss, a hit or a streamed answer,
+// while CDN-Cache-Control does (RFC 9213 §3).
+func TestTargetedCacheControl(t *testing.T) {
+	o := newOrigin(t)
+	var capability atomic.Value
+	capability.Store([]string(nil))
+	fields := func(h map[string]string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			capability.Store(r.Header.Values("Surrogate-Capability"))
+			for k, v := range h {
+				w.Header().Set(k, v)
+			}
+			io.WriteString(w, "body")
+		}
+	}
+	o.Handle("/tcc/surrogate", fields(map[string]string{"Cache-Control": "no-store", "Surrogate-Control": "max-age=60"}))
+	o.Handle("/tcc/weir", fields(map[string]string{"Cache-Control": "max-age=60", "CDN-Cache-Control": "max-age=60",
+		"Weir-Cache-Control": "no-store"}))
+	o.Handle("/tcc/cdn", fields(map[string]string{"Cache-Control": "no-store", "CDN-Cache-Control": "max-age=60"}))
+	tr := startTraefik(t, o, cachedRoute("tcc", "/tcc", "weir-tcc", specConfig()))
+
+	tests := []struct {
+		path string
+		// stored: the second GET is a hit.
+		stored   bool
+		wantGone []string
+		wantKept map[string]string
+	}{
+		{path: "/tcc/surrogate", stored: true, wantGone: []string{"Surrogate-Control"},
+			wantKept: map[string]string{"Cache-Control": "no-store"}},
+		{path: "/tcc/weir", stored: false, wantGone: []string{"Weir-Cache-Control"},
+			wantKept: map[string]string{"Cache-Control": "max-age=60", "CDN-Cache-Control": "max-age=60"}},
+		{path: "/tcc/cdn", stored: true,
+			wantKept: map[string]string{"Cache-Control": "no-store", "CDN-Cache-Control": "max-age=60"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			first := get(t, tr, tc.path)
+			wantReply(t, "first GET", first, http.StatusOK, "body")
+			if got := capability.Load().([]string); len(got) != 1 || got[0] != `weir="Surrogate/1.0"` {
+				t.Errorf("origin saw Surrogate-Capability %q, want [weir=\"Surrogate/1.0\"]", got)
+			}
+			second := get(t, tr, tc.path)
+			wantReply(t, "second GET", second, http.StatusOK, "body")
+			if tc.stored {
+				wantHit(t, "second GET", second)
+				wantCount(t, o, tc.path, 1)
+			} else if cs := second.cacheStatus(); cs.hit() {
+				t.Errorf("second GET: Cache-Status = %q, want no hit", cs)
+			}
+			for i, r := range []reply{first, second} {
+				if r.cacheStatus().params["detail"] == "uncacheable" {
+					// Passed through with the client's own writer: the origin's fields
+					// reach the client as they are (README, "Targeted cache-control
+					// fields").
+					continue
+				}
+				for _, k := range tc.wantGone {
+					if v := r.header.Values(k); len(v) > 0 {
+						t.Errorf("GET %d (%s) carries %s: %q, meant for Weir alone", i+1, r.cacheStatus(), k, v)
+					}
+				}
+				for k, want := range tc.wantKept {
+					if got := r.header.Get(k); got != want {
+						t.Errorf("GET %d (%s): %s = %q, want %q", i+1, r.cacheStatus(), k, got, want)
+					}
+				}
+			}
+		})
+	}
+}
