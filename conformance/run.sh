@@ -24,7 +24,7 @@ done
 if [ "${1:-}" = "--score" ]; then
   cd conformance
   [ -d node_modules/http-cache-tests ] || npm ci --no-audit --no-fund
-  exec node score.mjs out/weir.json --floor floor.txt --failures out/failures.tsv
+  exec node score.mjs out/weir.json --floor floor.txt --ceiling ceiling.txt --failures out/failures.tsv
 fi
 
 if [ -n "${1:-}" ]; then

@@ -1,7 +1,7 @@
 // Scores results of the HTTP caching test suite (http-cache-tests) with the suite's own rules
 // and prints Weir's line beside those of the caches whose results the package ships.
 //
-//   node score.mjs RESULTS.json [--floor FILE] [--failures FILE]
+//   node score.mjs RESULTS.json [--floor FILE] [--ceiling FILE] [--failures FILE]
 //
 // RESULTS.json is what the suite's CLI printed for Weir. Every result, Weir's and the shipped
 // ones, goes through the suite's determineTestResult (lib/display.mjs, the function behind
@@ -11,7 +11,10 @@
 // out), so every line counts the same tests.
 //
 // "Passed" is the number of tests whose result is a pass (required and optimal tests). With
-// --floor, fewer passes than the number in FILE is a failure: exit status 1.
+// --floor, fewer passes than the number in FILE is a failure: exit status 1. A "required
+// failure" is a required test whose result is a fail (the table's fail column: an optimal
+// test that fails is a warning); with --ceiling, more of them than the number in FILE is a
+// failure too. The summary line names the required failures either way.
 // With --failures, every test Weir does not pass is written to FILE, one per line, with its
 // result, kind, the rev-proxy caches that pass it, and the suite's message.
 import fs from 'fs'
@@ -53,14 +56,15 @@ const COLUMNS = [
 
 function usage (msg) {
   console.error(`score.mjs: ${msg}`)
-  console.error('usage: node score.mjs RESULTS.json [--floor FILE] [--failures FILE]')
+  console.error('usage: node score.mjs RESULTS.json [--floor FILE] [--ceiling FILE] [--failures FILE]')
   process.exit(2)
 }
 
 const args = process.argv.slice(2)
-let resultsPath, floorPath, failuresPath
+let resultsPath, floorPath, ceilingPath, failuresPath
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--floor') floorPath = args[++i]
+  else if (args[i] === '--ceiling') ceilingPath = args[++i]
   else if (args[i] === '--failures') failuresPath = args[++i]
   else if (resultsPath === undefined) resultsPath = args[i]
   else usage(`unexpected argument ${args[i]}`)
@@ -155,16 +159,36 @@ if (failuresPath) {
   fs.writeFileSync(failuresPath, out.join('\n') + '\n')
 }
 
+function readCount (path) {
+  const n = parseInt(fs.readFileSync(path, 'utf8').trim(), 10)
+  if (!Number.isInteger(n)) usage(`${path} does not hold a whole number`)
+  return n
+}
+
 const passed = weir.counts.pass
-let summary = `Weir passes ${passed} of ${scored.length} tests (required ${weir.byKind.required[0]}/${weir.byKind.required[1]}, optimal ${weir.byKind.optimal[0]}/${weir.byKind.optimal[1]})`
+const requiredFailures = scored.filter(t => (t.kind || 'required') === 'required' && weir.types[t.id] === 'fail').map(t => t.id)
+let summary = `Weir passes ${passed} of ${scored.length} tests (required ${weir.byKind.required[0]}/${weir.byKind.required[1]}, optimal ${weir.byKind.optimal[0]}/${weir.byKind.optimal[1]}), ${requiredFailures.length} required failure(s)`
+if (requiredFailures.length > 0) summary += ` [${requiredFailures.join(', ')}]`
+let failed = false
 if (floorPath) {
-  const floor = parseInt(fs.readFileSync(floorPath, 'utf8').trim(), 10)
-  if (!Number.isInteger(floor)) usage(`${floorPath} does not hold a whole number`)
+  const floor = readCount(floorPath)
   if (passed < floor) {
-    console.log(`${summary}: BELOW the floor of ${floor} in ${floorPath}`)
-    process.exit(1)
+    summary += `: BELOW the floor of ${floor} in ${floorPath}`
+    failed = true
+  } else {
+    summary += `; floor ${floor}`
+    if (passed > floor) summary += ` (raise it to ${passed} in ${floorPath})`
   }
-  summary += `; floor ${floor}`
-  if (passed > floor) summary += ` (raise it to ${passed} in ${floorPath})`
+}
+if (ceilingPath) {
+  const ceiling = readCount(ceilingPath)
+  if (requiredFailures.length > ceiling) {
+    summary += `; required failures ABOVE the ceiling of ${ceiling} in ${ceilingPath}`
+    failed = true
+  } else {
+    summary += `; required-failure ceiling ${ceiling}`
+    if (requiredFailures.length < ceiling) summary += ` (lower it to ${requiredFailures.length} in ${ceilingPath})`
+  }
 }
 console.log(summary)
+if (failed) process.exit(1)

@@ -64,7 +64,8 @@ func suiteMiddleware() map[string]interface{} {
 // (pinned in conformance/package-lock.json), through Traefik with Weir in front of the
 // suite's own origin, scores the results with the suite's rules beside the other caches'
 // results the package ships (nginx, Varnish, Squid, Apache httpd, Traffic Server, Fastly,
-// ...), and fails if Weir passes fewer tests than conformance/floor.txt says.
+// ...), and fails if Weir passes fewer tests than conformance/floor.txt says, or fails more
+// required tests than conformance/ceiling.txt allows.
 //
 // It needs Node.js and npm; the node modules are installed with `npm ci` when
 // conformance/node_modules does not match the lock file. The results are left in
@@ -319,22 +320,23 @@ func runSuiteTest(t *testing.T, node, dir, baseURL, id string) string {
 	return string(outb)
 }
 
-// scoreSuite scores the results against the floor and returns the score table, which the
-// caller logs. Below the floor the test fails.
+// scoreSuite scores the results against the floor and the required-failure ceiling and
+// returns the score table, which the caller logs. Below the floor, or above the ceiling, the
+// test fails.
 func scoreSuite(t *testing.T, node, dir, results string) string {
 	t.Helper()
 	out := filepath.Dir(results)
 	ctx, cancel := context.WithTimeout(context.Background(), suiteScoreTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--no-warnings", "score.mjs", results,
-		"--floor", "floor.txt", "--failures", filepath.Join(out, "failures.tsv"))
+		"--floor", "floor.txt", "--ceiling", "ceiling.txt", "--failures", filepath.Join(out, "failures.tsv"))
 	cmd.Dir = dir
 	outb, err := cmd.CombinedOutput()
 	os.WriteFile(filepath.Join(out, "score.txt"), outb, 0o644)
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit) && exit.ExitCode() == 1:
-		t.Errorf("fewer tests pass than conformance/floor.txt requires (score below); the tests Weir does not pass are listed in %s",
+		t.Errorf("fewer tests pass than conformance/floor.txt requires, or more required tests fail than conformance/ceiling.txt allows (score below); the tests Weir does not pass are listed in %s",
 			filepath.Join(out, "failures.tsv"))
 	case err != nil:
 		t.Fatalf("score the suite: %v\n%s", err, outb)
