@@ -41,6 +41,9 @@ type fetchResult struct {
 	streamed bool
 	// revalidated marks a 304 that refreshed a stale entry.
 	revalidated bool
+	// truncated marks an answer whose body ended before its Content-Length: an incomplete
+	// message (RFC 9112 section 8), never stored nor served as whole.
+	truncated bool
 	// shed is the limiter's refusal when the fetch got no origin slot (FR-LIM-5).
 	shed error
 	// open is how long the upstream's breaker stays open, when it refused the fetch (FR-CB-5).
@@ -113,6 +116,12 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 		rec.WriteHeader(http.StatusOK)
 	}
 	h.outcome(b, permit, req.Context(), rec.status)
+	if rec.written < rec.declared {
+		// Traefik's proxy aborts (panics) when the origin's body breaks off; a handler that
+		// returns with a short body instead must not have it stored, nor the hit-for-pass
+		// mark of an answer that never came whole.
+		return &fetchResult{status: rec.status, truncated: true}
+	}
 	res := &fetchResult{status: rec.status, header: rec.header, body: rec.body, reason: rec.reason}
 	switch {
 	case rec.mode == modeStream:
@@ -206,6 +215,10 @@ type recorder struct {
 	reason      string
 	mode        int
 	body        []byte
+	// declared is the answer's Content-Length, -1 when it states none; written counts the
+	// body bytes the origin handed over, so that a body ending short is seen.
+	declared int64
+	written  int64
 }
 
 func (rec *recorder) Header() http.Header { return rec.header }
@@ -222,6 +235,14 @@ func (rec *recorder) WriteHeader(status int) {
 	rec.cc = responseControl(rec.header)
 	rec.storable, rec.reason = rec.h.policy.storable(rec.req, status, rec.header, rec.cc)
 	rec.mode = modeBuffer
+	rec.declared = -1
+	// A 304's Content-Length is the stored answer's, and a 204 has no body (RFC 9110
+	// section 8.6).
+	if status != http.StatusNoContent && status != http.StatusNotModified {
+		if n, err := strconv.ParseInt(rec.header.Get("Content-Length"), 10, 64); err == nil && n >= 0 {
+			rec.declared = n
+		}
+	}
 	if rec.sink == nil || isOriginError(status) || (status == http.StatusNotModified && rec.stale) {
 		return
 	}
@@ -231,11 +252,9 @@ func (rec *recorder) WriteHeader(status int) {
 	case isEventStream(rec.header):
 		rec.reason = reasonStreaming
 		rec.stream()
-	default:
-		if n, err := strconv.ParseInt(rec.header.Get("Content-Length"), 10, 64); err == nil && n > rec.h.policy.maxEntrySize {
-			rec.reason = reasonTooLarge
-			rec.stream()
-		}
+	case rec.declared > rec.h.policy.maxEntrySize:
+		rec.reason = reasonTooLarge
+		rec.stream()
 	}
 }
 
@@ -248,6 +267,7 @@ func (rec *recorder) Write(p []byte) (int, error) {
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}
+	rec.written += int64(len(p))
 	switch rec.mode {
 	case modeStream:
 		return rec.sink.write(p)

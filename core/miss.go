@@ -1,8 +1,10 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"text/template"
 	"time"
 
 	"github.com/weirproxy/weir/core/flight"
@@ -55,12 +57,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		// FR-COA-8: a request with credentials never waits on, nor leads, a shared fetch;
 		// nor does one whose answer may not be stored (RFC 9111 section 5.2.1.5), which
 		// nobody else could be given.
-		req, cancel := h.fetchRequest(r, stale)
-		sk := &sink{w: w, cacheStatus: statusFwd + fwd}
-		res := h.fetch(req, cancel, key, stale, sk)
-		if !sk.detach() {
-			h.deliver(w, r, res, stale, statusFwd+fwd, false)
-		}
+		h.fetchSolo(w, r, key, stale, statusFwd+fwd)
 		return
 	}
 
@@ -99,6 +96,54 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	h.follow(w, r, c, key, stale, statusFwd+fwd+paramCollapsed)
 }
 
+// fetchSolo serves a request with credentials that found nothing stored, or one whose
+// answer may not be stored: it neither waits on nor leads a shared fetch (FR-COA-8); stale
+// is what storage holds for it, to revalidate and to serve where stale-if-error allows. A panic in its fetch is handled as a flight's
+// (FR-COA-6): a 502 before the answer began, an abort after; so is a body that ended short.
+func (h *Handler) fetchSolo(w http.ResponseWriter, r *http.Request, key string, stale *store.Entry, cacheStatus string) {
+	req, cancel := h.fetchRequest(r, stale)
+	f := &soloFetch{sk: &sink{w: w, cacheStatus: cacheStatus}}
+	f.run(h, req, cancel, key, stale)
+	started := f.sk.detach()
+	if f.panicked != nil {
+		h.e.fetchPanicked(key, f.panicked)
+		if started {
+			abortAnswer()
+		}
+		h.failed(w, r, stale, cacheStatus+paramDetail+"origin-panic")
+		return
+	}
+	if !started {
+		h.deliver(w, r, f.res, stale, cacheStatus, false)
+		return
+	}
+	if f.res.truncated {
+		abortAnswer()
+	}
+}
+
+// soloFetch is the fetch of a request with credentials, made on the request's own goroutine.
+type soloFetch struct {
+	sk  *sink
+	res *fetchResult
+	// panicked is what the fetch panicked with (such as the proxy's abort when the origin's
+	// body breaks off); nil when it returned.
+	panicked interface{}
+}
+
+func (f *soloFetch) run(h *Handler, req *http.Request, cancel context.CancelFunc, key string, stale *store.Entry) {
+	defer f.recovered()
+	f.res = h.fetch(req, cancel, key, stale, f.sk)
+}
+
+// recovered keeps a panic of the fetch for fetchSolo to answer, as flight.Group does for a
+// flight's: re-raised, it would reach Traefik as a 500 or a crash.
+func (f *soloFetch) recovered() {
+	if p := recover(); p != nil {
+		f.panicked = p
+	}
+}
+
 // lead starts the flight's fetch on a goroutine of its own and waits for it with the
 // client's context: a leader that hangs up does not cancel the fetch (FR-COA-2).
 func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string) {
@@ -113,6 +158,17 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 		return
 	}
 	if sk.detach() {
+		// The answer was streamed to this client as it came. A fetch that broke off (a
+		// panic, such as the proxy's abort when the origin's body is cut) or whose body ended
+		// short leaves it incomplete: it must reach the client as broken, not end as if
+		// whole (RFC 9112 section 8).
+		res, err := flightResult(c)
+		if err != nil {
+			abortAnswer()
+		}
+		if res.truncated {
+			abortAnswer()
+		}
 		return
 	}
 	res, err := flightResult(c)
@@ -121,6 +177,17 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 		return
 	}
 	h.deliver(w, r, res, stale, cacheStatus, false)
+}
+
+// abortAnswer ends the client's answer as broken: net/http closes the connection without
+// ending the message (no last chunk; a body short of its Content-Length), so the client sees
+// an incomplete message, as Traefik's own proxy makes it see when the origin's body breaks
+// off (http.ErrAbortHandler, which net/http and Traefik's recovery end silently). It never
+// returns. The panic is raised by compiled code (template.Must panics with the error it is
+// given): Yaegi v0.16.1 hands a panic raised in interpreted code on as a reflect.Value,
+// which net/http and Traefik log as a handler crash, with its stack (docs/yaegi.md).
+func abortAnswer() {
+	template.Must(nil, http.ErrAbortHandler)
 }
 
 // flightResult reads a finished flight's result. A flight that ended without one, which
@@ -215,6 +282,10 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResult, stale *store.Entry, cacheStatus string, follower bool) {
 	now := h.s.Now()
 	switch {
+	case res.truncated:
+		// RFC 9112 section 8: a body that ended short is no answer; stale if allowed, else
+		// 502, for every waiter.
+		h.failed(w, r, stale, cacheStatus+paramDetail+"origin-truncated")
 	case res.open > 0:
 		h.refuse(w, r, stale, cacheStatus, res.open)
 	case res.throttled > 0:
@@ -280,7 +351,8 @@ func (h *Handler) refresh(r *http.Request, key string, stale *store.Entry) {
 	})
 }
 
-// failed answers a waiter whose fetch panicked: stale if allowed, else 502.
+// failed answers a waiter whose fetch panicked or whose answer broke off: stale if allowed,
+// else 502.
 func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string) {
 	now := h.s.Now()
 	if stale != nil && now.Before(stale.StaleIfErrorUntil) {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +134,134 @@ func TestWebSocketUpgrade(t *testing.T) {
 		t.Errorf("after 101: read %q, %v; want \"echo ping\\n\"", echo, err)
 	}
 	wantCount(t, o, "/ws/echo", 1)
+}
+
+// TestTruncatedAnswer: when the origin drops the connection in the middle of a body, the
+// client sees an incomplete message through Weir as through bare Traefik (RFC 9112 section
+// 8): a streamed answer is aborted (no last chunk, a body short of its Content-Length), a
+// held one is a 502. Nothing of it is stored: the next request reaches the origin and gets
+// the whole answer.
+func TestTruncatedAnswer(t *testing.T) {
+	const (
+		stream = iota // Weir streams the answer: the client's read fails as through bare Traefik
+		held          // Weir holds the answer to store it: the client gets a 502
+	)
+	tests := []struct {
+		desc string
+		// header is the origin's header fields, name and value pairs; reqHeader the client's.
+		header    []string
+		reqHeader []string
+		// size is the whole body's length, declared in Content-Length when length is set;
+		// the origin's first answer for a path breaks off after cut bytes: more than
+		// Traefik's 2KiB write buffer, so that bare Traefik has sent the answer's start
+		// (had it sent nothing, the Go client would retry the GET and never see the cut).
+		size   int
+		length bool
+		cut    int
+		want   int
+	}{
+		{desc: "no-store, chunked", header: []string{"Cache-Control", "no-store"}, size: 20000, cut: 5000, want: stream},
+		{desc: "no-store, Content-Length", header: []string{"Cache-Control", "no-store"}, size: 20000, length: true, cut: 5000, want: stream},
+		{desc: "over maxEntrySize by Content-Length", header: []string{"Cache-Control", "max-age=60"}, size: 20000, length: true, cut: 5000, want: stream},
+		{desc: "over maxEntrySize found while reading", header: []string{"Cache-Control", "max-age=60"}, size: 20000, cut: 10000, want: stream},
+		{desc: "server-sent events", header: []string{"Cache-Control", "max-age=60", "Content-Type", "text/event-stream"}, size: 20000, cut: 5000, want: stream},
+		{desc: "with credentials", header: []string{"Cache-Control", "max-age=60"}, reqHeader: []string{"Authorization", "Bearer a"}, size: 20000, cut: 5000, want: stream},
+		{desc: "storable, chunked", header: []string{"Cache-Control", "max-age=60"}, size: 4000, cut: 3000, want: held},
+		{desc: "storable, Content-Length", header: []string{"Cache-Control", "max-age=60"}, size: 4000, length: true, cut: 3000, want: held},
+		{desc: "storable with credentials", header: []string{"Cache-Control", "public, max-age=60"}, reqHeader: []string{"Authorization", "Bearer a"}, size: 4000, cut: 3000, want: held},
+	}
+	o := newOrigin(t)
+	conf := specConfig()
+	conf["cache"] = map[string]interface{}{"maxSize": "32MiB", "maxEntrySize": "4KiB"}
+	tr := startTraefik(t, o, Dynamic{
+		Routes: []Route{
+			{Name: "cut", Rule: "PathPrefix(`/cut`)", Middleware: "weir-cut"},
+			{Name: "bare", Rule: "PathPrefix(`/bare`)"},
+		},
+		Middlewares: map[string]map[string]interface{}{"weir-cut": conf},
+	})
+	for i, tc := range tests {
+		tc := tc
+		path := "/cut/" + strconv.Itoa(i)
+		barePath := "/bare/cut/" + strconv.Itoa(i)
+		whole := strings.Repeat("w", tc.size)
+		cutFirst := func(w http.ResponseWriter, r *http.Request) {
+			for j := 0; j+1 < len(tc.header); j += 2 {
+				w.Header().Set(tc.header[j], tc.header[j+1])
+			}
+			if tc.length {
+				w.Header().Set("Content-Length", strconv.Itoa(tc.size))
+			}
+			if o.Count(r.URL.Path) > 1 {
+				io.WriteString(w, whole)
+				return
+			}
+			io.WriteString(w, whole[:tc.cut])
+			w.(http.Flusher).Flush()
+			// net/http closes the connection in the middle of the body.
+			panic(http.ErrAbortHandler)
+		}
+		o.Handle(path, cutFirst)
+		o.Handle(barePath, cutFirst)
+		t.Run(tc.desc, func(t *testing.T) {
+			bare := fetchWhole(t, tr, barePath, tc.reqHeader)
+			if !errors.Is(bare.err, io.ErrUnexpectedEOF) {
+				t.Fatalf("bare Traefik: %d, %d bytes, then %v; want %v", bare.status, len(bare.body), bare.err, io.ErrUnexpectedEOF)
+			}
+			t.Logf("bare Traefik: %d, %d bytes, then %v", bare.status, len(bare.body), bare.err)
+
+			got := fetchWhole(t, tr, path, tc.reqHeader)
+			t.Logf("Weir: %d, %q, %d bytes, then %v", got.status, got.header.Get("Cache-Status"), len(got.body), got.err)
+			switch tc.want {
+			case stream:
+				if !errors.Is(got.err, io.ErrUnexpectedEOF) {
+					t.Errorf("Weir: %d, %d bytes, then %v; want %v, as through bare Traefik", got.status, len(got.body), got.err, io.ErrUnexpectedEOF)
+				}
+			case held:
+				if got.err != nil || got.status != http.StatusBadGateway {
+					t.Errorf("Weir: %d, %d bytes, read error %v; want a whole 502", got.status, len(got.body), got.err)
+				}
+			}
+			again := fetchWhole(t, tr, path, tc.reqHeader)
+			if again.err != nil || again.status != 200 || again.body != whole {
+				t.Errorf("next answer: %d, %d bytes, read error %v; want 200, %d bytes", again.status, len(again.body), again.err, tc.size)
+			}
+			wantCount(t, o, path, 2)
+		})
+	}
+	// Weir's abort must reach net/http as http.ErrAbortHandler itself, which Traefik's
+	// recovery ends silently, not as a crash logged with its stack.
+	if log := tr.LogTail(1000); strings.Contains(log, "Recovered from panic") {
+		t.Errorf("Traefik logged a recovered panic, want silent aborts:\n%s", log)
+	}
+}
+
+// wholeReply is what a client got back, with the error that ended its read of the body.
+type wholeReply struct {
+	status int
+	header http.Header
+	body   string
+	err    error
+}
+
+// fetchWhole GETs path through Traefik and reads the body to its end, keeping the error a
+// broken message ends with (send fails the test on it).
+func fetchWhole(t *testing.T, tr *Traefik, path string, header []string) wholeReply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := tr.Client().Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return wholeReply{status: resp.StatusCode, header: resp.Header, body: string(body), err: err}
 }

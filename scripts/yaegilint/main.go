@@ -100,6 +100,10 @@ func check(f *ast.File, report func(token.Pos, string, ...interface{})) {
 			if a, ok := n.Comm.(*ast.AssignStmt); ok && a.Tok == token.ASSIGN {
 				report(n.Pos(), "a select case assigning a receive to existing variables: Yaegi v0.16.1 panics (reflect.Select: invalid Dir); receive with := and assign in the case")
 			}
+		case *ast.CallExpr:
+			if isAbortPanic(n) {
+				report(n.Pos(), "panic(http.ErrAbortHandler): Yaegi v0.16.1 hands a panic raised in interpreted code on as a reflect.Value, which net/http and Traefik log as a crash; raise it from compiled code (abortAnswer)")
+			}
 		case *ast.RangeStmt:
 			if lit, ok := n.X.(*ast.BasicLit); ok && lit.Kind == token.INT {
 				report(n.Pos(), "range over an integer is not supported by Yaegi v0.16.1")
@@ -132,6 +136,19 @@ func checkAssign(n *ast.AssignStmt, report func(token.Pos, string, ...interface{
 	if nils > 1 {
 		report(n.Pos(), "parallel assignment of nil values: Yaegi v0.16.1 panics (reflect: New(nil)); write one assignment per variable")
 	}
+}
+
+// isAbortPanic tells whether call is panic(http.ErrAbortHandler).
+func isAbortPanic(call *ast.CallExpr) bool {
+	if id, ok := call.Fun.(*ast.Ident); !ok || id.Name != "panic" || len(call.Args) != 1 {
+		return false
+	}
+	sel, ok := unparen(call.Args[0]).(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "ErrAbortHandler" {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && pkg.Name == "http"
 }
 
 func unparen(e ast.Expr) ast.Expr {
