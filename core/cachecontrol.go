@@ -70,22 +70,27 @@ func parseCacheControl(lines []string) cacheControl {
 // nextDirective splits off the first comma-separated directive, keeping commas inside a
 // quoted string (`no-cache="a, b"`) with the directive.
 func nextDirective(s string) (part, rest string) {
+	i := unquotedIndex(s, ',')
+	if i < 0 {
+		return strings.TrimSpace(s), ""
+	}
+	return strings.TrimSpace(s[:i]), s[i+1:]
+}
+
+// unquotedIndex is the index of the first c in s outside a quoted string, where a backslash
+// escapes the next byte (RFC 9110 section 5.6.4), or -1.
+func unquotedIndex(s string, c byte) int {
 	inQuote := false
 	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
+		if s[i] == '"' {
 			inQuote = !inQuote
-		case '\\':
-			if inQuote {
-				i++
-			}
-		case ',':
-			if !inQuote {
-				return strings.TrimSpace(s[:i]), s[i+1:]
-			}
+		} else if s[i] == '\\' && inQuote {
+			i++
+		} else if s[i] == c && !inQuote {
+			return i
 		}
 	}
-	return strings.TrimSpace(s), ""
+	return -1
 }
 
 // age parses a delta-seconds value for a directive already seen as prev. A malformed value,

@@ -221,13 +221,12 @@ func writeListMembers(b *strings.Builder, lines []string) {
 	first := true
 	for _, line := range lines {
 		for len(line) > 0 {
-			end := listMemberEnd(line)
-			member := strings.Trim(line[:end], " \t")
-			if end < len(line) {
-				line = line[end+1:]
-			} else {
-				line = ""
+			member := line
+			line = ""
+			if end := unquotedIndex(member, ','); end >= 0 {
+				member, line = member[:end], member[end+1:]
 			}
+			member = strings.Trim(member, " \t")
 			if member == "" {
 				continue
 			}
@@ -238,20 +237,4 @@ func writeListMembers(b *strings.Builder, lines []string) {
 			b.WriteString(member)
 		}
 	}
-}
-
-// listMemberEnd is the index of the comma that ends s's first list member, or len(s): a
-// comma inside a quoted string, or escaped in one, belongs to the member.
-func listMemberEnd(s string) int {
-	inQuote := false
-	for i := 0; i < len(s); i++ {
-		if s[i] == '"' {
-			inQuote = !inQuote
-		} else if s[i] == '\\' && inQuote {
-			i++
-		} else if s[i] == ',' && !inQuote {
-			return i
-		}
-	}
-	return len(s)
 }
