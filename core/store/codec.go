@@ -259,6 +259,7 @@ func Decode(b []byte) (*Entry, error) {
 	i += n
 	if flags&flagBody != 0 {
 		e.Body = b[i:len(b):len(b)]
+		e.bodyPrefix = i
 	} else if size != 0 {
 		return nil, malformed("body bytes without a body", i)
 	}
