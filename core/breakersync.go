@@ -64,7 +64,10 @@ func (bs *breakerSync) tripped(key string, until time.Time, timeout time.Duratio
 		defer recoverTo(log, "sharing a breaker's deadline")
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		st.Set(ctx, bs.prefix+key, &store.Entry{Born: until, FreshUntil: until, KeepUntil: until})
+		// Written as a hit-for-pass mark, the one kind of entry that holds nothing but times
+		// and that the store's codec accepts without an answer (store.Decode); a breaker's
+		// key is never a cache key, so no request takes it for one.
+		st.Set(ctx, bs.prefix+key, &store.Entry{Pass: true, Born: until, FreshUntil: until, KeepUntil: until})
 	}()
 }
 
