@@ -290,7 +290,7 @@ func Decode(b []byte) (*Entry, error) {
 		// something of anything else: one compiled call rather than a loop interpreted byte
 		// by byte.
 		if (k == "" || strings.Trim(k, tokenChars) != "") && invalid == "" {
-			invalid = fmt.Sprintf("header field name %q", k)
+			invalid = fmt.Sprintf("header field name %.64q", k)
 		}
 		nv, n := binary.Uvarint(b[i:])
 		if n <= 0 || nv > maxFields || nv > uint64(len(b)-i-n) {
@@ -307,7 +307,7 @@ func Decode(b []byte) (*Entry, error) {
 			vs[j] = string(b[i : i+int(l)])
 			i += int(l)
 			if strings.IndexAny(vs[j], "\r\n\x00") >= 0 && invalid == "" {
-				invalid = fmt.Sprintf("header field %q value %q", k, vs[j])
+				invalid = fmt.Sprintf("header field %.64q value %.64q", k, vs[j])
 			}
 		}
 		e.Header[k] = vs
@@ -339,7 +339,7 @@ func Decode(b []byte) (*Entry, error) {
 		e.Vary[j] = string(b[i : i+int(l)])
 		i += int(l)
 		if (e.Vary[j] == "" || strings.Trim(e.Vary[j], tokenChars) != "") && invalid == "" {
-			invalid = fmt.Sprintf("Vary name %q", e.Vary[j])
+			invalid = fmt.Sprintf("Vary name %.64q", e.Vary[j])
 		}
 	}
 
@@ -361,7 +361,7 @@ func Decode(b []byte) (*Entry, error) {
 		invalid = "more than one Content-Length value"
 	}
 	if lengths == 1 && contentLength != strconv.Itoa(len(e.Body)) && invalid == "" {
-		invalid = fmt.Sprintf("Content-Length %q for a body of %d bytes", contentLength, len(e.Body))
+		invalid = fmt.Sprintf("Content-Length %.64q for a body of %d bytes", contentLength, len(e.Body))
 	}
 	if invalid != "" {
 		return nil, fmt.Errorf("%s: %w", invalid, ErrInvalid)
