@@ -26,8 +26,9 @@ const breakerKeyPrefix = "\x00breaker:"
 // One breakerSync lives as long as the engine's breaker group, across reloads; the store it
 // writes to is the engine's current one.
 type breakerSync struct {
-	// prefix names the middleware in the shared keys: middlewares sharing a store keep
-	// breakers of their own.
+	// name is the middleware's, for logs; prefix names it in the shared keys: middlewares
+	// sharing a store keep breakers of their own.
+	name   string
 	prefix string
 
 	// lastRead is the UnixNano of the last read started; reading is 1 while one runs.
@@ -64,12 +65,16 @@ func (bs *breakerSync) tripped(key string, until time.Time, timeout time.Duratio
 		defer recoverTo(log, "sharing a breaker's deadline")
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		st.Set(ctx, bs.prefix+key, &store.Entry{Born: until, FreshUntil: until, KeepUntil: until})
+		// Written as a hit-for-pass mark, the one kind of entry that holds nothing but times
+		// and that the store's codec accepts without an answer (store.Decode); a breaker's
+		// key is never a cache key, so no request takes it for one.
+		st.Set(ctx, bs.prefix+key, &store.Entry{Pass: true, Born: until, FreshUntil: until, KeepUntil: until})
 	}()
 }
 
-// observe reads key's shared deadline in the background, at most every breakerSyncEvery,
-// and opens the local breaker until it when it is later than the local one.
+// observeShared reads key's shared deadline in the background, at most every
+// breakerSyncEvery, and opens the local breaker until it when it is later than the local one,
+// for breaker.maxOpenFor at most.
 func (h *Handler) observeShared(key string, now time.Time) {
 	bs := h.e.breakerSync
 	if bs == nil || h.mem != nil {
@@ -96,7 +101,14 @@ func (h *Handler) observeShared(key string, now time.Time) {
 		if err != nil || ent == nil {
 			return
 		}
-		b.ObserveAt(gen, ent.FreshUntil, nowFn())
+		// A deadline further than breaker.maxOpenFor away, which no trip writes, is adopted
+		// capped there (Breaker.ObserveAt), and logged once each time it is.
+		read := ent.FreshUntil
+		adopted := b.ObserveAt(gen, read, nowFn())
+		if !adopted.IsZero() && adopted.Before(read) && log != nil {
+			log(fmt.Sprintf("middleware %s: breaker %q: shared open deadline %s is beyond breaker.maxOpenFor; open until %s",
+				bs.name, key, read.UTC().Format(time.RFC3339), adopted.UTC().Format(time.RFC3339)))
+		}
 	}()
 }
 

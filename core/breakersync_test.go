@@ -1,7 +1,11 @@
 package core
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,6 +72,80 @@ func waitStored(t *testing.T, m *store.Memory, key string) {
 	for store.Lookup(m, key) == nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("%q never stored: hangs", key)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A shared deadline a year ahead (a clock ahead on the instance that wrote it, a corrupt
+// value) opens the breaker for breaker.maxOpenFor from now at most, with one log line naming
+// the middleware, the breaker, the deadline read and the one adopted; read again while the
+// breaker is open, it does not push the deadline on, nor log again.
+func TestBreakerSharedDeadlineCappedAtMaxOpenFor(t *testing.T) {
+	const maxOpenFor = 30 * time.Second
+	clock := newFakeClock()
+	shared := store.NewMemory(store.MemorySettings{})
+	var logMu sync.Mutex
+	var logged []string
+	logf := func(msg string) {
+		logMu.Lock()
+		logged = append(logged, msg)
+		logMu.Unlock()
+	}
+	logLines := func() []string {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return append([]string(nil), logged...)
+	}
+	healthy := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write([]byte("ok"))
+	})
+	h := newTestHandler(t, Settings{Now: clock.Now, Store: shared, StoreID: "shared", Log: logf,
+		Breaker: breaker.Settings{MaxOpenFor: maxOpenFor}}, healthy)
+	bs := h.e.breakerSync
+	yearAhead := clock.Now().Add(365 * 24 * time.Hour)
+	if err := shared.Set(context.Background(), bs.prefix+h.e.breaker.Key(), &store.Entry{Pass: true, Born: yearAhead, FreshUntil: yearAhead, KeepUntil: yearAhead}); err != nil {
+		t.Fatalf("storing the deadline: %v", err)
+	}
+
+	t0 := clock.Now()
+	// The fetch reads the shared deadline in the background.
+	do(t, h, http.MethodGet, "http://example.com/ok/1")
+	waitReadDone(t, bs)
+	want := fmt.Sprintf("middleware %s: breaker %q: shared open deadline %s is beyond breaker.maxOpenFor; open until %s",
+		bs.name, h.e.breaker.Key(), yearAhead.UTC().Format(time.RFC3339), t0.Add(maxOpenFor).UTC().Format(time.RFC3339))
+	if got := logLines(); len(got) != 1 || got[0] != want {
+		t.Errorf("log lines = %q, want [%q]", got, want)
+	}
+	if until := h.e.breaker.Status(t0).OpenUntil; until.After(t0.Add(maxOpenFor)) || until.Before(t0) {
+		t.Errorf("breaker open until now+%v, want at most now+%v", until.Sub(t0), maxOpenFor)
+	}
+
+	// Read again while open: the breaker's deadline stays where it was.
+	clock.Add(10 * time.Second)
+	if w := do(t, h, http.MethodGet, "http://example.com/ok/2"); w.Code != http.StatusServiceUnavailable {
+		t.Errorf("with the breaker open: %d, want 503", w.Code)
+	}
+	waitReadDone(t, bs)
+	if until := h.e.breaker.Status(clock.Now()).OpenUntil; !until.Equal(t0.Add(maxOpenFor)) {
+		t.Errorf("after another read: open until now+%v, want the first cap, now+%v", until.Sub(t0), maxOpenFor)
+	}
+	if got := logLines(); len(got) != 1 {
+		t.Errorf("log lines after a read of the same deadline = %q, want the first one only", got)
+	}
+	if got := h.e.breaker.State(t0.Add(maxOpenFor)); got != breaker.StateHalfOpen {
+		t.Errorf("breaker at now+maxOpenFor is %s, want half-open", breaker.StateName(got))
+	}
+}
+
+// waitReadDone waits for a background read of a shared deadline to end.
+func waitReadDone(t *testing.T, bs *breakerSync) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for atomic.LoadInt32(&bs.reading) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the read of the shared deadline never ended: hangs")
 		}
 		time.Sleep(time.Millisecond)
 	}

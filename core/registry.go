@@ -113,7 +113,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 		e.breakers = old.breakers
 		e.breakerSync = old.breakerSync
 	} else {
-		bs := &breakerSync{prefix: breakerKeyPrefix + name + "\x00"}
+		bs := &breakerSync{name: name, prefix: breakerKeyPrefix + name + "\x00"}
 		bsettings := s.Breaker
 		timeout := s.StoreTimeout
 		bsettings.OnTrip = func(key string, until time.Time) { bs.tripped(key, until, timeout) }

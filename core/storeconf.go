@@ -40,6 +40,10 @@ func newStore(name string, s Settings) (st store.Store, mem, hot *store.Memory, 
 			}
 			log(fmt.Sprintf("middleware %s: near cache off, every lookup asks the shared store: %v", name, err))
 		},
+		// Logged once per invalid entry read, which is then deleted.
+		OnInvalid: func(key string, err error) {
+			log(fmt.Sprintf("middleware %s: shared store entry %q deleted, read as a miss: %v", name, key, err))
+		},
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/core/store"
 )
 
 // The shared store end to end (FR-STF-1, FR-STF-2): Weir instances in separate Traefik
@@ -246,6 +248,62 @@ func TestRedisSharedStore(t *testing.T) {
 	t.Logf("PURGE: %q; GET on B after it: %q (%s); GET on B after POST: %q (%s); origin GETs %d, POSTs %d",
 		purge.cacheStatus(), afterPurge.cacheStatus(), purgeLag, afterPost.cacheStatus(), postLag,
 		o.CountMethod(http.MethodGet, path), o.CountMethod(http.MethodPost, path))
+}
+
+// TestRedisInvalidEntryIsAMiss: an entry in Redis with a status no answer can have (0,
+// 1000: net/http panics writing either) is read as a miss that the origin answers, and is
+// replaced, with one log line. Served, it closed every client's connection without an answer
+// until it expired.
+func TestRedisInvalidEntryIsAMiss(t *testing.T) {
+	requireE2ERedis(t)
+	rd := startRedis(t, 0)
+	o := newOrigin(t)
+	tr := startTraefik(t, o, cachedRoute("invalid", "/invalid", "weir-invalid", redisConfig(rd.URL(0))))
+	tests := []struct {
+		desc   string
+		status int
+	}{
+		{desc: "status 0", status: 0},
+		{desc: "status 1000", status: 1000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			path := "/invalid/" + strconv.Itoa(tc.status)
+			o.Handle(path, answer("max-age=60", "from the origin"))
+			key := "http://" + sharedHost + path
+			// The entry as Weir would write it, but for its status.
+			now := time.Now()
+			bad := store.Encode(&store.Entry{
+				Status:     tc.status,
+				Header:     http.Header{"Content-Type": {"text/plain"}, "Content-Length": {"3"}},
+				Body:       []byte("bad"),
+				Born:       now,
+				FreshUntil: now.Add(time.Hour),
+				KeepUntil:  now.Add(time.Hour),
+			})
+			if _, err := rd.Do("SET", redisKeyPrefix+key, string(bad), "PX", "3600000"); err != nil {
+				t.Fatalf("redis SET: %v", err)
+			}
+
+			r := callT(t, tr, http.MethodGet, path)
+			wantReply(t, "GET over the invalid entry", r, http.StatusOK, "from the origin")
+			wantMiss(t, "GET over the invalid entry", r, "uri-miss", true)
+			wantCount(t, o, path, 1)
+			v, err := rd.Do("GET", redisKeyPrefix+key)
+			if err != nil {
+				t.Fatalf("redis GET: %v", err)
+			}
+			stored, err := store.Decode([]byte(v))
+			if err != nil || stored.Status != http.StatusOK || string(stored.Body) != "from the origin" {
+				t.Errorf("entry in redis after the miss: %v (error %v), want the origin's answer in place of the invalid one", stored, err)
+			}
+			wantHit(t, "GET after the origin's answer was stored", callT(t, tr, http.MethodGet, path))
+			line := fmt.Sprintf("shared store entry %q deleted, read as a miss", key)
+			if n := strings.Count(tr.LogTail(1000), line); n != 1 {
+				t.Errorf("log lines %q: %d, want 1", line, n)
+			}
+		})
+	}
 }
 
 // invalidationWithin bounds how long another instance may serve its near copy of an entry

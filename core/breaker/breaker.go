@@ -95,6 +95,9 @@ type Breaker struct {
 	// openFor is the unjittered length of the last open period; it doubles with each failed
 	// probe, up to MaxOpenFor (FR-CB-4).
 	openFor time.Duration
+	// capped is the last deadline observed more than MaxOpenFor away, which was adopted
+	// capped and is not adopted again (Observe).
+	capped time.Time
 	// probing is set while a probe is out; probeUntil is when another may be let through.
 	probing    bool
 	probeUntil time.Time
@@ -237,11 +240,17 @@ func (b *Breaker) Release(p Permit, now time.Time) {
 // it is later than both now and the local deadline: a fleet stops together, while each
 // instance still decides locally when to probe. It reports whether the deadline was adopted.
 // Observe does not call OnTrip, so deadlines do not echo between instances.
+//
+// A deadline more than MaxOpenFor from now, which no trip writes (a clock ahead on the
+// instance that wrote it, a corrupt value, an operator's longer ForceOpen), is adopted as
+// now plus MaxOpenFor, once: read again, the same deadline is not adopted again, so that a
+// breaker reading it every few hundred milliseconds does not stay open for as long as it
+// says.
 func (b *Breaker) Observe(openUntil, now time.Time) bool {
 	b.mu.Lock()
 	adopted := b.observeLocked(openUntil, now)
 	b.mu.Unlock()
-	return adopted
+	return !adopted.IsZero()
 }
 
 // Generation returns the breaker's generation, which changes with every change of its state.
@@ -256,22 +265,38 @@ func (b *Breaker) Generation() uint64 {
 // ObserveAt is Observe for a deadline read in the background, starting at generation gen.
 // If the breaker's state changed meanwhile, the reading is late and ignored: an operator's
 // ForceClose that cleared the shared deadline must not be undone by a read of it that was
-// already under way.
-func (b *Breaker) ObserveAt(gen uint64, openUntil, now time.Time) bool {
+// already under way. It returns the deadline adopted, earlier than openUntil when it was
+// capped at MaxOpenFor from now, or the zero time when none was.
+func (b *Breaker) ObserveAt(gen uint64, openUntil, now time.Time) time.Time {
 	b.mu.Lock()
-	adopted := gen == b.gen && b.observeLocked(openUntil, now)
+	var adopted time.Time
+	if gen == b.gen {
+		adopted = b.observeLocked(openUntil, now)
+	}
 	b.mu.Unlock()
 	return adopted
 }
 
-// observeLocked adopts openUntil if it is later than now and the local deadline. b.mu must
-// be held.
-func (b *Breaker) observeLocked(openUntil, now time.Time) bool {
-	if !openUntil.After(now) || !openUntil.After(b.openUntil) {
-		return false
+// observeLocked adopts openUntil, capped at MaxOpenFor from now (see Observe), if it is
+// later than now and the local deadline, and returns what it adopted (zero: nothing). b.mu
+// must be held.
+func (b *Breaker) observeLocked(openUntil, now time.Time) time.Time {
+	if !openUntil.After(now) {
+		return time.Time{}
 	}
-	b.open(openUntil)
-	return true
+	until := openUntil
+	if limit := now.Add(b.s.MaxOpenFor); until.After(limit) {
+		if openUntil.Equal(b.capped) {
+			return time.Time{}
+		}
+		b.capped = openUntil
+		until = limit
+	}
+	if !until.After(b.openUntil) {
+		return time.Time{}
+	}
+	b.open(until)
+	return until
 }
 
 // ForceOpen opens the breaker for d from now (d <= 0: OpenFor), whatever its state, at an

@@ -444,13 +444,57 @@ func TestObserveAtIgnoresLateReadings(t *testing.T) {
 	b.ForceOpen(t0, 30*time.Second)
 	gen := b.Generation()
 	b.ForceClose(t0.Add(time.Second))
-	if b.ObserveAt(gen, t0.Add(30*time.Second), t0.Add(time.Second)) {
-		t.Errorf("ObserveAt with a generation from before ForceClose = true, want false")
+	if got := b.ObserveAt(gen, t0.Add(30*time.Second), t0.Add(time.Second)); !got.IsZero() {
+		t.Errorf("ObserveAt with a generation from before ForceClose = %v, want nothing adopted", got)
 	}
 	wantState(t, b, t0.Add(time.Second), StateClosed)
 
-	if !b.ObserveAt(b.Generation(), t0.Add(30*time.Second), t0.Add(time.Second)) {
-		t.Errorf("ObserveAt with the current generation = false, want true")
+	if got := b.ObserveAt(b.Generation(), t0.Add(30*time.Second), t0.Add(time.Second)); !got.Equal(t0.Add(30 * time.Second)) {
+		t.Errorf("ObserveAt with the current generation = %v, want t0+30s adopted", got)
 	}
 	wantState(t, b, t0.Add(time.Second), StateOpen)
+}
+
+// A shared deadline further than MaxOpenFor away (a clock ahead, a corrupt value) opens the
+// breaker for MaxOpenFor at most, once: read again, as it is every few hundred milliseconds,
+// it does not push the deadline on.
+func TestObserveCapsAFarDeadline(t *testing.T) {
+	b := newTestBreaker(t, Settings{MaxOpenFor: time.Minute})
+	yearAhead := t0.Add(365 * 24 * time.Hour)
+	steps := []struct {
+		desc      string
+		deadline  time.Time
+		at        time.Time
+		want      time.Time // adopted; zero: none
+		wantUntil time.Time
+	}{
+		{desc: "a year ahead, adopted capped", deadline: yearAhead, at: t0, want: t0.Add(time.Minute), wantUntil: t0.Add(time.Minute)},
+		{desc: "read again while open", deadline: yearAhead, at: t0.Add(30 * time.Second), wantUntil: t0.Add(time.Minute)},
+		{desc: "read again once half-open", deadline: yearAhead, at: t0.Add(61 * time.Second), wantUntil: t0.Add(time.Minute)},
+		{desc: "within the cap, adopted whole", deadline: t0.Add(90 * time.Second), at: t0.Add(62 * time.Second), want: t0.Add(90 * time.Second), wantUntil: t0.Add(90 * time.Second)},
+		{desc: "another far deadline, adopted capped", deadline: yearAhead.Add(time.Second), at: t0.Add(70 * time.Second), want: t0.Add(130 * time.Second), wantUntil: t0.Add(130 * time.Second)},
+	}
+	for _, st := range steps {
+		got := b.ObserveAt(b.Generation(), st.deadline, st.at)
+		if !got.Equal(st.want) {
+			t.Errorf("%s: ObserveAt(t0+%v) at t0+%v adopted %v, want %v", st.desc, st.deadline.Sub(t0), st.at.Sub(t0), got, st.want)
+		}
+		if until := b.Status(st.at).OpenUntil; !until.Equal(st.wantUntil) {
+			t.Errorf("%s: OpenUntil = t0+%v, want t0+%v", st.desc, until.Sub(t0), st.wantUntil.Sub(t0))
+		}
+	}
+	wantState(t, b, t0.Add(130*time.Second-time.Nanosecond), StateOpen)
+	wantState(t, b, t0.Add(130*time.Second), StateHalfOpen)
+
+	g, err := NewGroup(Settings{MaxOpenFor: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Observe("far", yearAhead, t0) {
+		t.Fatalf("Group.Observe of a far deadline = false, want adopted capped")
+	}
+	gb, _ := g.Lookup("far")
+	if until := gb.Status(t0).OpenUntil; !until.Equal(t0.Add(time.Minute)) {
+		t.Errorf("Group.Observe: OpenUntil = t0+%v, want t0+1m", until.Sub(t0))
+	}
 }

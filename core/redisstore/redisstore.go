@@ -51,6 +51,8 @@ type Store struct {
 	nearGen  int64
 	nearLive int32
 	onNear   func(live bool, err error)
+	// onInvalid is told of each invalid or malformed entry Get deleted.
+	onInvalid func(key string, err error)
 	// done closes with the Store, to stop the tracking goroutine.
 	done chan struct{}
 
@@ -83,6 +85,7 @@ func New(s Settings) (*Store, error) {
 		timeout:     s.Timeout,
 		now:         s.Now,
 		onNear:      s.OnNearChange,
+		onInvalid:   s.OnInvalid,
 		done:        make(chan struct{}),
 	}
 	st.pool.Store(st.newPool())
@@ -94,9 +97,10 @@ func New(s Settings) (*Store, error) {
 }
 
 // Get implements store.Store. An entry that cannot be decoded (written by another version
-// of Weir, or not by Weir at all) is a miss, counted by Unreadable. With the near tier on,
-// a copy kept there is returned without asking the server, and an entry read while the
-// server tracks keys is kept there.
+// of Weir, or not by Weir at all), that store.Decode finds invalid, or that is over
+// MaxEntrySize is a miss, counted by Unreadable, and deleted unless a newer Weir wrote it
+// (unreadableEntry). With the near tier on, a copy kept there is returned without asking the
+// server, and an entry read while the server tracks keys is kept there.
 func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
 	near := s.near
 	var gen int64
@@ -121,15 +125,43 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
 	if !ok {
 		return nil, fmt.Errorf("redis get: unexpected reply %T", reply)
 	}
-	e, err := store.Decode(b)
+	var e *store.Entry
+	if len(b) > s.maxEntry {
+		// Set writes none so large: not an entry of this configuration (or of one with a
+		// larger store.maxEntrySize), and not worth decoding.
+		err = fmt.Errorf("%d bytes, over the entry size limit %d: %w", len(b), s.maxEntry, store.ErrInvalid)
+	} else {
+		e, err = store.Decode(b)
+	}
 	if err != nil {
-		atomic.AddInt64(&s.unreadable, 1)
+		s.unreadableEntry(ctx, key, err)
 		return nil, nil
 	}
 	if near != nil {
 		s.nearFill(key, e, gen)
 	}
 	return e, nil
+}
+
+// unreadableEntry counts an entry that Get could not read, which it reports as a miss, and
+// deletes it unless a newer version of Weir wrote it (a rolling upgrade shares one server
+// between versions): left in place, an invalid or malformed entry would be read, refused and
+// fetched again on every request until it expired, and a key no answer replaces (a breaker's
+// deadline, an answer no longer storable) would keep it for good. Each deletion is told to
+// OnInvalid.
+func (s *Store) unreadableEntry(ctx context.Context, key string, err error) {
+	atomic.AddInt64(&s.unreadable, 1)
+	if errors.Is(err, store.ErrUnknownVersion) {
+		return
+	}
+	derr := s.Delete(ctx, key)
+	if s.onInvalid == nil {
+		return
+	}
+	if derr != nil {
+		err = fmt.Errorf("%w (not deleted: %v)", err, derr)
+	}
+	s.onInvalid(key, err)
 }
 
 // Set implements store.Store: the entry expires in Redis at its KeepUntil, rounded up to the

@@ -48,7 +48,7 @@ func sampleEntry(now time.Time) *store.Entry {
 		Status: 200,
 		Header: http.Header{
 			"Content-Type": {"application/octet-stream"},
-			"Set-Cookie":   {"a=1", "b=\x00\r\n2"},
+			"Set-Cookie":   {"a=1", "b=\t\xff2"},
 		},
 		Body:       body,
 		Born:       now,
@@ -325,21 +325,46 @@ func TestTooLarge(t *testing.T) {
 	}
 }
 
+// A stored entry that Get cannot read is a miss. One that is malformed, invalid (an
+// impossible status: net/http panics writing it) or over MaxEntrySize is deleted and told to
+// OnInvalid, once per read; one of a newer layout is left for the Weir that wrote it.
 func TestUnreadableEntryIsAMiss(t *testing.T) {
 	srv := redistest.Start(t, redistest.Config{})
-	st := newStore(t, Settings{URL: "redis://" + srv.Addr})
+	// OnInvalid is called on Get's goroutine: this one.
+	var toldKeys []string
+	var toldErrs []error
+	st := newStore(t, Settings{URL: "redis://" + srv.Addr, MaxEntrySize: 64 << 10, OnInvalid: func(key string, err error) {
+		toldKeys = append(toldKeys, key)
+		toldErrs = append(toldErrs, err)
+	}})
 	ctx := testCtx(t)
+	withStatus := func(status int) string {
+		e := sampleEntry(time.Now())
+		e.Status = status
+		return string(store.Encode(e))
+	}
+	big := sampleEntry(time.Now())
+	big.Body = make([]byte, 65<<10)
 	values := []struct {
-		desc string
-		v    string
+		desc        string
+		v           string
+		wantDeleted bool
+		wantErr     error
 	}{
+		// Its first byte, 'n', reads as the version of a newer layout.
 		{desc: "garbage", v: "not an entry"},
-		{desc: "empty", v: ""},
+		{desc: "empty", v: "", wantDeleted: true, wantErr: store.ErrMalformed},
+		{desc: "garbage after the version byte", v: "\x01not an entry", wantDeleted: true, wantErr: store.ErrMalformed},
 		{desc: "future version", v: "\x02\x00\x00\x00"},
-		{desc: "truncated", v: string(store.Encode(sampleEntry(time.Now()))[:100])},
+		{desc: "truncated", v: string(store.Encode(sampleEntry(time.Now()))[:100]), wantDeleted: true, wantErr: store.ErrMalformed},
+		{desc: "status 0", v: withStatus(0), wantDeleted: true, wantErr: store.ErrInvalid},
+		{desc: "status 1000", v: withStatus(1000), wantDeleted: true, wantErr: store.ErrInvalid},
+		{desc: "over MaxEntrySize", v: string(store.Encode(big)), wantDeleted: true, wantErr: store.ErrInvalid},
 	}
 	for i, tc := range values {
 		t.Run(tc.desc, func(t *testing.T) {
+			toldKeys = nil
+			toldErrs = nil
 			srv.MustDo("SET", DefaultKeyPrefix+"bad", tc.v)
 			got, err := st.Get(ctx, "bad")
 			if got != nil || err != nil {
@@ -347,6 +372,22 @@ func TestUnreadableEntryIsAMiss(t *testing.T) {
 			}
 			if n := st.Unreadable(); n != int64(i+1) {
 				t.Errorf("Unreadable() = %d, want %d", n, i+1)
+			}
+			wantExists := int64(1)
+			if tc.wantDeleted {
+				wantExists = 0
+			}
+			if n := srv.MustDo("EXISTS", DefaultKeyPrefix+"bad"); n != wantExists {
+				t.Errorf("EXISTS after Get = %v, want %d", n, wantExists)
+			}
+			if !tc.wantDeleted {
+				if len(toldKeys) != 0 {
+					t.Errorf("OnInvalid told %q: %v, want no call", toldKeys, toldErrs)
+				}
+				return
+			}
+			if len(toldKeys) != 1 || toldKeys[0] != "bad" || !errors.Is(toldErrs[0], tc.wantErr) {
+				t.Errorf("OnInvalid told %q: %v; want one call for \"bad\" with %v", toldKeys, toldErrs, tc.wantErr)
 			}
 		})
 	}

@@ -58,6 +58,11 @@ type Settings struct {
 	// OnNearChange, when set, is told when the near tier comes into use (live) and when it
 	// stops (with the reason), once per change, on the tracking goroutine.
 	OnNearChange func(live bool, err error)
+	// OnInvalid, when set, is told of each stored entry that Get found invalid or malformed
+	// (store.ErrInvalid, store.ErrMalformed), reported as a miss and deleted: once per
+	// entry read, on the caller's goroutine. Entries of a newer layout
+	// (store.ErrUnknownVersion) are misses left in place, counted by Unreadable only.
+	OnInvalid func(key string, err error)
 }
 
 // withDefaults checks s and fills in the defaults. Errors name the field as operators write

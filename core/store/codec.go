@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -66,7 +68,13 @@ const (
 var (
 	minNanoTime = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
 	maxNanoTime = time.Date(2261, 12, 31, 0, 0, 0, 0, time.UTC)
+	minNano     = minNanoTime.UnixNano()
+	maxNano     = maxNanoTime.UnixNano()
 )
+
+// tokenChars are the characters of a token (RFC 9110 section 5.6.2): header field names and
+// the names in Vary.
+const tokenChars = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // Errors Decode returns, wrapped with where the input went wrong.
 var (
@@ -74,6 +82,10 @@ var (
 	ErrUnknownVersion = errors.New("unknown entry version")
 	// ErrMalformed marks an entry whose bytes do not follow its layout.
 	ErrMalformed = errors.New("malformed entry")
+	// ErrInvalid marks an entry whose bytes follow the layout but hold what Weir never
+	// stores: an impossible status, a header field that cannot be written, times out of
+	// order (see Decode).
+	ErrInvalid = errors.New("invalid entry")
 )
 
 // Encode returns the binary form of e in the current layout (EncodingVersion).
@@ -150,9 +162,24 @@ func Encode(e *Entry) []byte {
 }
 
 // Decode reads an entry written by Encode. It returns an error wrapping ErrUnknownVersion or
-// ErrMalformed for input it cannot read, and never panics. Every count and length is checked
-// against the bytes left before anything is allocated for it, so no input makes Decode
-// allocate more than a small multiple of its length.
+// ErrMalformed for input it cannot read, and ErrInvalid for input that reads but is not an
+// entry Weir writes (see validity below), and never panics. Every count and length is
+// checked against the bytes left before anything is allocated for it, so no input makes
+// Decode allocate more than a small multiple of its length.
+//
+// What a store holds is untrusted: another process may write it, a rolling upgrade may mix
+// versions, memory or disks fail. An entry Decode returns is valid:
+//   - an answer (neither Pass nor VaryIndex) has a final status, 200 to 599 (Weir stores no
+//     1xx; net/http panics on a status it cannot write, out of 100 to 999); a hit-for-pass
+//     mark and a variant index have status 0, no header fields and no body, and an index
+//     names at least one field in Vary; no entry is both;
+//   - header field names and Vary names are tokens (RFC 9110 section 5.1), header values
+//     hold no CR, LF or NUL (section 5.5), and a Content-Length field, in any case, is one
+//     value, the body's length in decimal, as Weir writes it;
+//   - Born, FreshUntil and KeepUntil are present, FreshUntil is not after KeepUntil, nor is a
+//     stale window's end, and an answer or mark is not fresh before it is born (a variant
+//     index's Born names its generation and may be later); every time is within what Encode
+//     writes (minNanoTime to maxNanoTime).
 //
 // The returned entry's Body shares b's memory: b must not be changed afterwards.
 func Decode(b []byte) (*Entry, error) {
@@ -170,6 +197,17 @@ func Decode(b []byte) (*Entry, error) {
 		return nil, malformed(fmt.Sprintf("unknown flags %#x %#x", flags, times), 1)
 	}
 	e := &Entry{VaryIndex: flags&flagVaryIndex != 0, Pass: flags&flagPass != 0}
+	answer := !e.VaryIndex && !e.Pass
+	// invalid records the first reason the entry is not valid; it is reported once the
+	// input has been read whole, so that input that does not follow the layout is reported
+	// as malformed whatever else is wrong with it.
+	invalid := ""
+	if e.VaryIndex && e.Pass {
+		invalid = "both a variant index and a hit-for-pass mark"
+	}
+	if times&(timeBorn|timeFreshUntil|timeKeepUntil) != timeBorn|timeFreshUntil|timeKeepUntil && invalid == "" {
+		invalid = fmt.Sprintf("times %#x lack Born, FreshUntil or KeepUntil", times)
+	}
 	i := 3
 
 	status, n := binary.Varint(b[i:])
@@ -178,10 +216,18 @@ func Decode(b []byte) (*Entry, error) {
 	}
 	i += n
 	e.Status = int(status)
+	if answer && (status < 200 || status > 599) && invalid == "" {
+		invalid = fmt.Sprintf("status %d of a stored answer", status)
+	}
+	if !answer && status != 0 && invalid == "" {
+		invalid = fmt.Sprintf("status %d of an entry without an answer", status)
+	}
+	// nanos holds the times read, in the order of the times byte; absent ones stay 0.
+	var nanos [5]int64
 	if times != 0 {
 		fields := [5]*time.Time{&e.Born, &e.FreshUntil, &e.StaleWhileRevalidateUntil, &e.StaleIfErrorUntil, &e.KeepUntil}
 		bit := byte(1) // see Encode
-		for _, f := range fields {
+		for k, f := range fields {
 			present := times&bit != 0
 			bit <<= 1
 			if !present {
@@ -192,7 +238,24 @@ func Decode(b []byte) (*Entry, error) {
 				return nil, malformed("bad time", i)
 			}
 			i += n
+			if (v < minNano || v > maxNano) && invalid == "" {
+				invalid = fmt.Sprintf("time %d out of range", v)
+			}
+			nanos[k] = v
 			*f = time.Unix(0, v)
+		}
+	}
+	if invalid == "" {
+		born, fresh, swr, sie, keep := nanos[0], nanos[1], nanos[2], nanos[3], nanos[4]
+		switch {
+		case fresh > keep:
+			invalid = "FreshUntil after KeepUntil"
+		case !e.VaryIndex && born > fresh:
+			invalid = "Born after FreshUntil"
+		case times&timeStaleWhileRevalidateUntil != 0 && swr > keep:
+			invalid = "StaleWhileRevalidateUntil after KeepUntil"
+		case times&timeStaleIfErrorUntil != 0 && sie > keep:
+			invalid = "StaleIfErrorUntil after KeepUntil"
 		}
 	}
 
@@ -204,7 +267,14 @@ func Decode(b []byte) (*Entry, error) {
 	i += n
 	if nf > 0 {
 		e.Header = make(http.Header, nf)
+		if !answer && invalid == "" {
+			invalid = "header fields in an entry without an answer"
+		}
 	}
+	// contentLength is a Content-Length value, checked against the body once it is read;
+	// lengths counts the values of fields named Content-Length in any case.
+	contentLength := ""
+	lengths := 0
 	for ; nf > 0; nf-- {
 		l, n := binary.Uvarint(b[i:])
 		if n <= 0 || l > uint64(len(b)-i-n) {
@@ -215,6 +285,12 @@ func Decode(b []byte) (*Entry, error) {
 		i += int(l)
 		if _, dup := e.Header[k]; dup {
 			return nil, malformed("duplicate header field", i)
+		}
+		// strings.Trim with the token characters as the cutset leaves nothing of a token and
+		// something of anything else: one compiled call rather than a loop interpreted byte
+		// by byte.
+		if (k == "" || strings.Trim(k, tokenChars) != "") && invalid == "" {
+			invalid = fmt.Sprintf("header field name %.64q", k)
 		}
 		nv, n := binary.Uvarint(b[i:])
 		if n <= 0 || nv > maxFields || nv > uint64(len(b)-i-n) {
@@ -230,8 +306,15 @@ func Decode(b []byte) (*Entry, error) {
 			i += n
 			vs[j] = string(b[i : i+int(l)])
 			i += int(l)
+			if strings.IndexAny(vs[j], "\r\n\x00") >= 0 && invalid == "" {
+				invalid = fmt.Sprintf("header field %.64q value %.64q", k, vs[j])
+			}
 		}
 		e.Header[k] = vs
+		if len(k) == len("Content-Length") && strings.EqualFold(k, "Content-Length") && len(vs) > 0 {
+			lengths += len(vs)
+			contentLength = vs[0]
+		}
 	}
 
 	nv, n := binary.Uvarint(b[i:])
@@ -241,6 +324,11 @@ func Decode(b []byte) (*Entry, error) {
 	i += n
 	if nv > 0 {
 		e.Vary = make([]string, nv)
+		if e.Pass && invalid == "" {
+			invalid = "Vary in a hit-for-pass mark"
+		}
+	} else if e.VaryIndex && invalid == "" {
+		invalid = "variant index without Vary"
 	}
 	for j := range e.Vary {
 		l, n := binary.Uvarint(b[i:])
@@ -250,6 +338,9 @@ func Decode(b []byte) (*Entry, error) {
 		i += n
 		e.Vary[j] = string(b[i : i+int(l)])
 		i += int(l)
+		if (e.Vary[j] == "" || strings.Trim(e.Vary[j], tokenChars) != "") && invalid == "" {
+			invalid = fmt.Sprintf("Vary name %.64q", e.Vary[j])
+		}
 	}
 
 	size, n := binary.Uvarint(b[i:])
@@ -259,8 +350,21 @@ func Decode(b []byte) (*Entry, error) {
 	i += n
 	if flags&flagBody != 0 {
 		e.Body = b[i:len(b):len(b)]
+		e.bodyPrefix = i
+		if !answer && invalid == "" {
+			invalid = "a body in an entry without an answer"
+		}
 	} else if size != 0 {
 		return nil, malformed("body bytes without a body", i)
+	}
+	if lengths > 1 && invalid == "" {
+		invalid = "more than one Content-Length value"
+	}
+	if lengths == 1 && contentLength != strconv.Itoa(len(e.Body)) && invalid == "" {
+		invalid = fmt.Sprintf("Content-Length %.64q for a body of %d bytes", contentLength, len(e.Body))
+	}
+	if invalid != "" {
+		return nil, fmt.Errorf("%s: %w", invalid, ErrInvalid)
 	}
 	e.Prepare()
 	return e, nil

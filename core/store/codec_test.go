@@ -2,10 +2,14 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -20,14 +24,15 @@ func codecEntries() []struct {
 		desc string
 		e    *Entry
 	}{
-		{desc: "zero entry", e: &Entry{}},
 		{desc: "full answer", e: &Entry{
 			Status: 200,
 			Header: http.Header{
-				"Content-Type":  {"text/html; charset=utf-8"},
-				"Cache-Control": {"max-age=60", "stale-while-revalidate=30"},
-				"Set-Cookie":    {},
-				"X-Empty":       {""},
+				"Content-Type":   {"text/html; charset=utf-8"},
+				"Cache-Control":  {"max-age=60", "stale-while-revalidate=30"},
+				"Content-Length": {"25"},
+				"Set-Cookie":     {},
+				"X-Empty":        {""},
+				"X-Tab":          {"a\tb"},
 			},
 			Body:                      []byte("<html>\x00\xff binary \r\n</html>"),
 			Born:                      codecBorn,
@@ -37,14 +42,15 @@ func codecEntries() []struct {
 			KeepUntil:                 codecBorn.Add(time.Hour),
 			Vary:                      []string{"Accept-Encoding", "Accept-Language"},
 		}},
-		{desc: "HEAD answer keeps a nil body", e: &Entry{Status: 204, Born: codecBorn, KeepUntil: codecBorn.Add(time.Second)}},
-		{desc: "empty body stays empty, not nil", e: &Entry{Status: 200, Body: []byte{}}},
-		{desc: "variant index", e: &Entry{VaryIndex: true, Vary: []string{"Accept"}, KeepUntil: codecBorn}},
+		{desc: "HEAD answer keeps a nil body", e: &Entry{Status: 204, Header: http.Header{"Content-Length": {"0"}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn.Add(time.Second)}},
+		{desc: "empty body stays empty, not nil", e: &Entry{Status: 200, Body: []byte{}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
+		{desc: "variant index born after its freshness ends", e: &Entry{VaryIndex: true, Vary: []string{"Accept"}, Born: codecBorn.Add(time.Millisecond), FreshUntil: codecBorn, KeepUntil: codecBorn}},
 		{desc: "hit-for-pass mark", e: &Entry{Pass: true, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn.Add(30 * time.Second)}},
-		{desc: "some times zero", e: &Entry{Status: 301, FreshUntil: codecBorn, StaleIfErrorUntil: codecBorn.Add(-time.Hour)}},
-		{desc: "odd status", e: &Entry{Status: -7}},
-		{desc: "Unix epoch is not the zero time", e: &Entry{Born: time.Unix(0, 0)}},
-		{desc: "large body", e: &Entry{Status: 200, Body: bytes.Repeat([]byte("0123456789abcdef"), 1<<14)}},
+		{desc: "stale window ended before freshness", e: &Entry{Status: 301, Born: codecBorn, FreshUntil: codecBorn, StaleIfErrorUntil: codecBorn.Add(-time.Hour), KeepUntil: codecBorn}},
+		{desc: "status 599", e: &Entry{Status: 599, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
+		{desc: "status 200", e: &Entry{Status: 200, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
+		{desc: "Unix epoch is not the zero time", e: &Entry{Status: 200, Born: time.Unix(0, 0), FreshUntil: time.Unix(0, 0), KeepUntil: time.Unix(0, 0)}},
+		{desc: "large body", e: &Entry{Status: 200, Body: bytes.Repeat([]byte("0123456789abcdef"), 1<<14), Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
 	}
 }
 
@@ -102,7 +108,7 @@ func TestCodecRoundTrip(t *testing.T) {
 }
 
 func TestEncodeIsDeterministic(t *testing.T) {
-	e := codecEntries()[1].e
+	e := codecEntries()[0].e
 	first := Encode(e)
 	for i := 0; i < 20; i++ {
 		if got := Encode(e); !bytes.Equal(got, first) {
@@ -147,7 +153,7 @@ func TestEncodeClampsTimes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			got, err := Decode(Encode(&Entry{KeepUntil: tc.in}))
+			got, err := Decode(Encode(&Entry{Status: 200, Born: tc.in, FreshUntil: tc.in, KeepUntil: tc.in}))
 			if err != nil {
 				t.Fatalf("Decode error: %v", err)
 			}
@@ -159,7 +165,7 @@ func TestEncodeClampsTimes(t *testing.T) {
 }
 
 func TestDecodeRejects(t *testing.T) {
-	valid := Encode(&Entry{Status: 200, Header: http.Header{"A": {"b"}}, Body: []byte("hi")})
+	valid := Encode(&Entry{Status: 200, Header: http.Header{"A": {"b"}}, Body: []byte("hi"), Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn})
 	tests := []struct {
 		desc string
 		in   []byte
@@ -195,8 +201,102 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
+// An entry that follows the layout but holds what Weir never stores is invalid: a store's
+// contents are untrusted input. Each case breaks one rule of a valid answer, mark or index.
+func TestDecodeRejectsInvalid(t *testing.T) {
+	answer := func(change func(e *Entry)) []byte {
+		e := &Entry{
+			Status:     200,
+			Header:     http.Header{"Content-Type": {"text/plain"}, "Content-Length": {"2"}},
+			Body:       []byte("hi"),
+			Born:       codecBorn,
+			FreshUntil: codecBorn.Add(time.Minute),
+			KeepUntil:  codecBorn.Add(time.Hour),
+			Vary:       []string{"Accept"},
+		}
+		change(e)
+		return Encode(e)
+	}
+	mark := func(change func(e *Entry)) []byte {
+		e := &Entry{Pass: true, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn.Add(time.Minute)}
+		change(e)
+		return Encode(e)
+	}
+	index := func(change func(e *Entry)) []byte {
+		e := &Entry{VaryIndex: true, Vary: []string{"Accept"}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn.Add(time.Minute)}
+		change(e)
+		return Encode(e)
+	}
+	// A mark whose times are past what Encode writes (it clamps them), written byte by byte:
+	// version, flags, times present, status 0, three times, no fields, no Vary, no body.
+	outOfRange := []byte{1, flagPass, timeBorn | timeFreshUntil | timeKeepUntil, 0}
+	outOfRange = binary.AppendVarint(outOfRange, math.MaxInt64)
+	outOfRange = binary.AppendVarint(outOfRange, math.MaxInt64)
+	outOfRange = binary.AppendVarint(outOfRange, math.MaxInt64)
+	outOfRange = append(outOfRange, 0, 0, 0)
+
+	tests := []struct {
+		desc string
+		in   []byte
+	}{
+		{desc: "status 0", in: answer(func(e *Entry) { e.Status = 0 })},
+		{desc: "status 1000", in: answer(func(e *Entry) { e.Status = 1000 })},
+		{desc: "status 600", in: answer(func(e *Entry) { e.Status = 600 })},
+		{desc: "interim status 100", in: answer(func(e *Entry) { e.Status = 100 })},
+		{desc: "status 199", in: answer(func(e *Entry) { e.Status = 199 })},
+		{desc: "negative status", in: answer(func(e *Entry) { e.Status = -200 })},
+		{desc: "mark with a status", in: mark(func(e *Entry) { e.Status = 200 })},
+		{desc: "mark with header fields", in: mark(func(e *Entry) { e.Header = http.Header{"A": {"b"}} })},
+		{desc: "mark with a body", in: mark(func(e *Entry) { e.Body = []byte{} })},
+		{desc: "mark with Vary", in: mark(func(e *Entry) { e.Vary = []string{"Accept"} })},
+		{desc: "mark that is also an index", in: mark(func(e *Entry) { e.VaryIndex, e.Vary = true, []string{"Accept"} })},
+		{desc: "index with a status", in: index(func(e *Entry) { e.Status = 200 })},
+		{desc: "index without Vary", in: index(func(e *Entry) { e.Vary = nil })},
+		{desc: "index with a body", in: index(func(e *Entry) { e.Body = []byte("x") })},
+		{desc: "index with header fields", in: index(func(e *Entry) { e.Header = http.Header{"A": {"b"}} })},
+		{desc: "empty header field name", in: answer(func(e *Entry) { e.Header[""] = []string{"x"} })},
+		{desc: "header field name with a space", in: answer(func(e *Entry) { e.Header["X Y"] = []string{"x"} })},
+		{desc: "header field name with a colon", in: answer(func(e *Entry) { e.Header["X:"] = []string{"x"} })},
+		{desc: "header field name with CR LF", in: answer(func(e *Entry) { e.Header["X\r\nY"] = []string{"x"} })},
+		{desc: "header field name not ASCII", in: answer(func(e *Entry) { e.Header["X-\xc3\xa9"] = []string{"x"} })},
+		{desc: "header value with CR LF", in: answer(func(e *Entry) { e.Header["X"] = []string{"a\r\nSet-Cookie: b"} })},
+		{desc: "header value with LF", in: answer(func(e *Entry) { e.Header["X"] = []string{"a\nb"} })},
+		{desc: "header value with NUL", in: answer(func(e *Entry) { e.Header["X"] = []string{"ok", "a\x00b"} })},
+		{desc: "Vary name not a token", in: answer(func(e *Entry) { e.Vary = []string{"Accept", "A B"} })},
+		{desc: "empty Vary name", in: index(func(e *Entry) { e.Vary = []string{""} })},
+		{desc: "Content-Length longer than the body", in: answer(func(e *Entry) { e.Header["Content-Length"] = []string{"3"} })},
+		{desc: "Content-Length shorter than the body", in: answer(func(e *Entry) { e.Header["Content-Length"] = []string{"1"} })},
+		{desc: "Content-Length not decimal", in: answer(func(e *Entry) { e.Header["Content-Length"] = []string{"+2"} })},
+		{desc: "Content-Length with a leading zero", in: answer(func(e *Entry) { e.Header["Content-Length"] = []string{"02"} })},
+		{desc: "two Content-Length values", in: answer(func(e *Entry) { e.Header["Content-Length"] = []string{"2", "2"} })},
+		{desc: "Content-Length in another case", in: answer(func(e *Entry) { e.Header["content-length"] = []string{"5"} })},
+		{desc: "Content-Length of a HEAD answer with no body", in: answer(func(e *Entry) { e.Body = nil })},
+		{desc: "no Born", in: answer(func(e *Entry) { e.Born = time.Time{} })},
+		{desc: "no FreshUntil", in: answer(func(e *Entry) { e.FreshUntil = time.Time{} })},
+		{desc: "no KeepUntil", in: answer(func(e *Entry) { e.KeepUntil = time.Time{} })},
+		{desc: "no times at all", in: answer(func(e *Entry) { e.Born, e.FreshUntil, e.KeepUntil = time.Time{}, time.Time{}, time.Time{} })},
+		{desc: "fresh beyond KeepUntil", in: answer(func(e *Entry) { e.FreshUntil = e.KeepUntil.Add(time.Second) })},
+		{desc: "born after its freshness ends", in: answer(func(e *Entry) { e.Born = e.FreshUntil.Add(time.Second) })},
+		{desc: "mark born after its end", in: mark(func(e *Entry) { e.Born = e.FreshUntil.Add(time.Second) })},
+		{desc: "stale-while-revalidate beyond KeepUntil", in: answer(func(e *Entry) { e.StaleWhileRevalidateUntil = e.KeepUntil.Add(time.Second) })},
+		{desc: "stale-if-error beyond KeepUntil", in: answer(func(e *Entry) { e.StaleIfErrorUntil = e.KeepUntil.Add(time.Second) })},
+		{desc: "times past what Encode writes", in: outOfRange},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			e, err := Decode(tc.in)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Decode = %+v, %v; want error %v", e, err, ErrInvalid)
+			}
+			if e != nil {
+				t.Errorf("Decode returned an entry with its error: %+v", e)
+			}
+		})
+	}
+}
+
 func TestDecodeRejectsEveryTruncation(t *testing.T) {
-	b := Encode(codecEntries()[1].e)
+	b := Encode(codecEntries()[0].e)
 	for i := 0; i < len(b); i++ {
 		if e, err := Decode(b[:i]); err == nil {
 			t.Fatalf("Decode(first %d of %d bytes) = %+v, want an error", i, len(b), e)
@@ -217,19 +317,32 @@ func decodeSeeds() [][]byte {
 	return seeds
 }
 
-// checkDecode holds FuzzDecode's properties: Decode either fails with one of its errors and no
-// entry, or returns an entry that survives another round trip unchanged.
+// checkDecode holds FuzzDecode's properties: Decode does not panic, and either fails with one
+// of its errors and no entry, or returns a valid entry (entryProblem) that survives another
+// round trip unchanged.
 func checkDecode(t *testing.T, b []byte) {
 	t.Helper()
-	e, err := Decode(b)
+	var e *Entry
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Decode(%q) panicked: %v", b, r)
+			}
+		}()
+		e, err = Decode(b)
+	}()
 	if err != nil {
 		if e != nil {
 			t.Fatalf("Decode returned an entry with error %v", err)
 		}
-		if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownVersion) {
-			t.Fatalf("Decode error %v wraps neither ErrMalformed nor ErrUnknownVersion", err)
+		if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownVersion) && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Decode error %v wraps none of ErrMalformed, ErrUnknownVersion, ErrInvalid", err)
 		}
 		return
+	}
+	if p := entryProblem(e); p != "" {
+		t.Fatalf("Decode(%q) returned an invalid entry: %s", b, p)
 	}
 	again, err := Decode(Encode(e))
 	if err != nil {
@@ -238,6 +351,84 @@ func checkDecode(t *testing.T, b []byte) {
 	if d := entryDiff(again, e); d != "" {
 		t.Fatalf("re-encoded entry differs: %s", d)
 	}
+}
+
+// entryProblem says what makes e an entry Weir never stores, or "" for a valid one. It is
+// written apart from Decode's checks, byte by byte, so that the fuzz target checks them.
+func entryProblem(e *Entry) string {
+	answer := !e.Pass && !e.VaryIndex
+	switch {
+	case e.Pass && e.VaryIndex:
+		return "both a mark and an index"
+	case answer && (e.Status < 200 || e.Status > 599):
+		return fmt.Sprintf("answer status %d", e.Status)
+	case !answer && (e.Status != 0 || len(e.Header) != 0 || e.Body != nil):
+		return "a mark or index with an answer's parts"
+	case e.Pass && len(e.Vary) != 0:
+		return "a mark with Vary"
+	case e.VaryIndex && len(e.Vary) == 0:
+		return "an index without Vary"
+	case e.Born.IsZero() || e.FreshUntil.IsZero() || e.KeepUntil.IsZero():
+		return "a missing time"
+	case e.FreshUntil.After(e.KeepUntil):
+		return "fresh after KeepUntil"
+	case !e.VaryIndex && e.Born.After(e.FreshUntil):
+		return "born after FreshUntil"
+	case e.StaleWhileRevalidateUntil.After(e.KeepUntil) || e.StaleIfErrorUntil.After(e.KeepUntil):
+		return "a stale window past KeepUntil"
+	}
+	for _, tm := range []time.Time{e.Born, e.FreshUntil, e.StaleWhileRevalidateUntil, e.StaleIfErrorUntil, e.KeepUntil} {
+		if !tm.IsZero() && (tm.Before(minNanoTime) || tm.After(maxNanoTime)) {
+			return fmt.Sprintf("time %v out of range", tm)
+		}
+	}
+	lengths := 0
+	for k, vs := range e.Header {
+		if !isToken(k) {
+			return fmt.Sprintf("field name %q", k)
+		}
+		for _, v := range vs {
+			for i := 0; i < len(v); i++ {
+				if v[i] == '\r' || v[i] == '\n' || v[i] == 0 {
+					return fmt.Sprintf("field value %q", v)
+				}
+			}
+		}
+		if strings.ToLower(k) == "content-length" {
+			lengths += len(vs)
+			if len(vs) > 0 && vs[0] != strconv.Itoa(len(e.Body)) {
+				return fmt.Sprintf("Content-Length %q for %d bytes", vs[0], len(e.Body))
+			}
+		}
+	}
+	if lengths > 1 {
+		return "Content-Length values"
+	}
+	for _, v := range e.Vary {
+		if !isToken(v) {
+			return fmt.Sprintf("Vary name %q", v)
+		}
+	}
+	return ""
+}
+
+// isToken reports whether s is a token (RFC 9110 section 5.6.2).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+		case c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func FuzzDecode(f *testing.F) {
@@ -259,10 +450,12 @@ func TestDecodeSeeds(t *testing.T) {
 
 func ExampleEncode() {
 	e := &Entry{
-		Status:    200,
-		Header:    http.Header{"Content-Type": {"text/plain"}},
-		Body:      []byte("hello"),
-		KeepUntil: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
+		Status:     200,
+		Header:     http.Header{"Content-Type": {"text/plain"}},
+		Body:       []byte("hello"),
+		Born:       time.Date(2029, 12, 31, 0, 0, 0, 0, time.UTC),
+		FreshUntil: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
+		KeepUntil:  time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
 	}
 	b := Encode(e)
 	got, err := Decode(b)
@@ -281,14 +474,14 @@ func ExampleDecode() {
 }
 
 func BenchmarkEncode(b *testing.B) {
-	e := codecEntries()[1].e
+	e := codecEntries()[0].e
 	for i := 0; i < b.N; i++ {
 		Encode(e)
 	}
 }
 
 func BenchmarkDecode(b *testing.B) {
-	enc := Encode(codecEntries()[1].e)
+	enc := Encode(codecEntries()[0].e)
 	for i := 0; i < b.N; i++ {
 		if _, err := Decode(enc); err != nil {
 			b.Fatal(err)

@@ -14,9 +14,10 @@ const (
 
 // MemorySettings bound a Memory store.
 type MemorySettings struct {
-	// MaxSize is the byte budget for all entries. Zero means DefaultMaxSize.
+	// MaxSize is the byte budget for all entries: the heap they hold (Entry.Size), their
+	// keys and the store's own bookkeeping. Zero means DefaultMaxSize.
 	MaxSize int64
-	// MaxEntrySize is the largest entry stored. Zero means DefaultMaxEntrySize.
+	// MaxEntrySize is the largest body stored. Zero means DefaultMaxEntrySize.
 	MaxEntrySize int64
 }
 
@@ -44,6 +45,17 @@ type memItem struct {
 	el    *list.Element
 	// used is set by every hit since the item last passed the eviction hand.
 	used bool
+}
+
+// itemHeap is what the store holds for each entry besides the entry and its key's bytes: the
+// memItem (48 bytes) and list element (40, in a 48-byte class), and a slot of items (a
+// string header and a pointer, in a map at least half full after it doubles).
+const itemHeap = 48 + 48 + 2*(stringHeader+8+1)
+
+// itemCost is what an entry stored under key counts against the budget: the heap that
+// storing it holds (Entry.Size).
+func itemCost(key string, e *Entry) int64 {
+	return int64(e.Size() + itemHeap + (len(key)+len(key)>>3+15)&^15)
 }
 
 // NewMemory returns an empty memory store.
@@ -83,8 +95,10 @@ func (m *Memory) Get(_ context.Context, key string) (*Entry, error) {
 
 // Set implements Store. It evicts least recently used entries until the new one fits.
 func (m *Memory) Set(_ context.Context, key string, e *Entry) error {
-	size := int64(e.Size() + len(key))
-	if size > m.maxEntrySize {
+	size := itemCost(key, e)
+	// The per-entry limit is on the answer's body, as the engine and redisstore apply it;
+	// what the entry holds beside it counts against the budget, which it must fit alone.
+	if int64(len(e.Body)) > m.maxEntrySize || size > m.maxSize {
 		return ErrTooLarge
 	}
 	m.mu.Lock()
@@ -138,8 +152,8 @@ func (m *Memory) Len() (entries int, bytes int64) {
 // evictOne removes the least recently used item that has had no hit since the hand last
 // passed it; items with hits go back to the front, once. keep, the item being set, is never
 // the one removed: once the others have had their second chance it would be the oldest
-// unused item, and a Set that succeeded would leave nothing stored. It fits alone, since no
-// item is over maxEntrySize. It must be called with mu held.
+// unused item, and a Set that succeeded would leave nothing stored. It fits alone, since Set
+// refuses an item over maxSize. It must be called with mu held.
 func (m *Memory) evictOne(keep *memItem) {
 	for {
 		it := m.ll.Back().Value.(*memItem)

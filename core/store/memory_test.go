@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // memEntry returns an entry whose Size is exactly size bytes (at least the fixed overhead).
@@ -19,7 +22,7 @@ func memEntry(size int) *Entry {
 }
 
 // memCost is what an entry stored under key counts against the budget.
-func memCost(key string, e *Entry) int64 { return int64(e.Size() + len(key)) }
+func memCost(key string, e *Entry) int64 { return itemCost(key, e) }
 
 // wantKeys checks which keys m holds without counting the checks as uses.
 func wantKeys(t *testing.T, m *Memory, present, absent []string) {
@@ -178,15 +181,29 @@ func TestMemoryUpdateCountsAsUse(t *testing.T) {
 func TestMemoryPerEntryLimit(t *testing.T) {
 	ctx := context.Background()
 	m := NewMemory(MemorySettings{MaxSize: 100000, MaxEntrySize: 2000})
-	fits := memEntry(2000 - len("k"))
-	if err := m.Set(ctx, "k", fits); err != nil {
-		t.Fatalf("Set of an entry at the limit: %v", err)
+	fields := make(http.Header, 1000)
+	for i := 0; i < 1000; i++ {
+		fields["X-Field-"+strconv.Itoa(i)] = []string{"v"}
 	}
-	tooBig := memEntry(2001 - len("big"))
-	if err := m.Set(ctx, "big", tooBig); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("Set over the limit = %v, want ErrTooLarge", err)
+	tests := []struct {
+		desc string
+		key  string
+		e    *Entry
+		want error
+	}{
+		{desc: "body at the limit", key: "k", e: &Entry{Status: 200, Body: make([]byte, 2000)}},
+		{desc: "body over the limit", key: "big", e: &Entry{Status: 200, Body: make([]byte, 2001)}, want: ErrTooLarge},
+		{desc: "small body, header fields over the whole budget", key: "fields", e: &Entry{Status: 200, Header: fields}, want: ErrTooLarge},
 	}
-	wantKeys(t, m, []string{"k"}, []string{"big"})
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			tc.e.Prepare()
+			if err := m.Set(ctx, tc.key, tc.e); !errors.Is(err, tc.want) {
+				t.Errorf("Set = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	wantKeys(t, m, []string{"k"}, []string{"big", "fields"})
 	if n, _ := m.Len(); n != 1 {
 		t.Errorf("entries = %d, want 1", n)
 	}
@@ -253,7 +270,9 @@ func TestMemoryConcurrentUse(t *testing.T) {
 // The memory store bounds what it holds by bytes and drops the least recently used entry.
 func ExampleMemory() {
 	ctx := context.Background()
-	m := NewMemory(MemorySettings{MaxSize: 1000, MaxEntrySize: 600})
+	// Each entry below holds about 750 bytes: its 300-byte body, the Entry itself and the
+	// store's bookkeeping.
+	m := NewMemory(MemorySettings{MaxSize: 2000, MaxEntrySize: 600})
 	body := make([]byte, 300)
 	m.Set(ctx, "/a", &Entry{Status: 200, Body: body})
 	m.Set(ctx, "/b", &Entry{Status: 200, Body: body})
@@ -264,4 +283,92 @@ func ExampleMemory() {
 	// Output:
 	// true false true
 	// entry over the per-entry size limit
+}
+
+// TestExampleMemory asserts what ExampleMemory shows, for yaegi test, which runs no Example.
+func TestExampleMemory(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(MemorySettings{MaxSize: 2000, MaxEntrySize: 600})
+	body := make([]byte, 300)
+	m.Set(ctx, "/a", &Entry{Status: 200, Body: body})
+	m.Set(ctx, "/b", &Entry{Status: 200, Body: body})
+	Lookup(m, "/a")
+	m.Set(ctx, "/c", &Entry{Status: 200, Body: body})
+	wantKeys(t, m, []string{"/a", "/c"}, []string{"/b"})
+	if err := m.Set(ctx, "/big", &Entry{Status: 200, Body: make([]byte, 1000)}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Set of a 1000-byte body = %v, want ErrTooLarge", err)
+	}
+}
+
+// headerHeavyEntry is an answer with fields header fields and a 1 KiB body, built as the
+// engine builds what it stores: a header map sized for it, each field's values copied into
+// an array of their own, the entry prepared.
+func headerHeavyEntry(i, fields int) *Entry {
+	h := make(http.Header, fields+1)
+	for f := 0; f < fields; f++ {
+		h["X-Field-"+strconv.Itoa(f)] = append([]string(nil), "value "+strconv.Itoa(f)+" of answer "+strconv.Itoa(i))
+	}
+	h["Content-Length"] = []string{"1024"}
+	born := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	e := &Entry{Status: 200, Header: h, Body: make([]byte, 1024), Born: born, FreshUntil: born.Add(time.Minute), KeepUntil: born.Add(time.Minute)}
+	e.Prepare()
+	return e
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// The budget bounds the heap that the stored entries hold, header fields and all: a store
+// filled with answers of 300 header fields each holds at most its budget plus 10% (the
+// allowance covers the heap's own rounding and what the runtime allocates meanwhile; the
+// entries are counted at 0.92 to 0.97 of what they take). Entries are built as the engine
+// stores them, and as Decode builds them for the near cache: each a copy of its own input
+// (redigo allocates every reply), whose array the body keeps alive. Under Yaegi the figures
+// are the same: interpreted structs are laid out as compiled ones.
+func TestMemoryBudgetBoundsTheHeap(t *testing.T) {
+	const (
+		budget = 8 << 20
+		fields = 300
+	)
+	tests := []struct {
+		desc  string
+		entry func(i int) *Entry
+	}{
+		{desc: "answers as the engine stores them", entry: func(i int) *Entry { return headerHeavyEntry(i, fields) }},
+		{desc: "answers decoded for the near cache", entry: func(i int) *Entry {
+			e, err := Decode(append([]byte(nil), Encode(headerHeavyEntry(i, fields))...))
+			if err != nil {
+				panic(err)
+			}
+			return e
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			before := liveHeap()
+			m := NewMemory(MemorySettings{MaxSize: budget})
+			// Set until the store has evicted as many entries as it holds: it is full.
+			held := 0
+			for i := 0; i < 100000; i++ {
+				if err := m.Set(context.Background(), "http://example.com/answer/"+strconv.Itoa(i), tc.entry(i)); err != nil {
+					t.Fatalf("Set: %v", err)
+				}
+				if held, _ = m.Len(); i+1 >= 2*held {
+					break
+				}
+			}
+			heap := liveHeap() - before
+			_, counted := m.Len()
+			runtime.KeepAlive(m)
+			t.Logf("%d entries counted as %d bytes hold %d bytes of heap: %.2f of the budget", held, counted, heap, float64(heap)/budget)
+			if heap > budget+budget/10 {
+				t.Errorf("heap held = %d bytes (%.2f of the budget), want at most the budget %d plus 10%%", heap, float64(heap)/budget, budget)
+			}
+		})
+	}
 }

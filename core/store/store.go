@@ -61,6 +61,10 @@ type Entry struct {
 	// answer.
 	Pass bool
 
+	// bodyPrefix is how many bytes of the array under Body lie in front of it: Decode's
+	// input up to the body, kept alive by Body (Size counts them).
+	bodyPrefix int
+
 	// Hot holds what the hit path reads, derived from the fields above by Prepare: plain
 	// integers and slices, because in Yaegi each call into compiled code (time.Time's
 	// methods, a map iteration step) costs a fraction of a microsecond. Zero until Prepare.
@@ -91,17 +95,63 @@ func (e *Entry) Prepare() {
 	}
 }
 
-// Size estimates the bytes an entry holds, for byte budgets.
+// What an entry's parts take on the heap of a 64-bit platform, for Size. Every allocation is
+// rounded up to a size class (Go's runtime size classes: 16-byte steps up to 128 bytes, then
+// steps of up to about an eighth), so a string or an array of n bytes is counted as
+// (n + n/8 + 15) rounded down to 16.
+const (
+	stringHeader = 16
+	sliceHeader  = 24
+	// entryStruct is an Entry itself (272 bytes) in its size class.
+	entryStruct = 288
+	// mapHeader is a map's header and table directory. A map keeps its slots at most 7/8
+	// full (13/16 before Go 1.24) and doubles them when it would be fuller, so the slots of
+	// an http.Header are counted as the first power of two, at least 8, that holds 5/4 of its
+	// keys; each slot holds a string and a []string header and a control byte.
+	mapHeader    = 112
+	headerSlot   = stringHeader + sliceHeader + 1
+	minMapSlots  = 8
+	slotsPerFour = 5 // slots for every four keys, at least
+)
+
+// Size is the heap an entry holds, for byte budgets: its own struct, the body's whole array
+// (and, for a decoded entry, the part of Decode's input in front of the body, which the body
+// keeps alive), the header map's slots, each header name and value and each array of
+// values, the Hot copies of the header's slices (Prepare), and Vary. Strings and arrays that
+// the entry shares with another are counted in both; none of the engine's entries share any.
 func (e *Entry) Size() int {
-	n := len(e.Body) + 128
-	for k, vs := range e.Header {
-		n += len(k) + 16
-		for _, v := range vs {
-			n += len(v) + 16
+	body := cap(e.Body)
+	if e.bodyPrefix > 0 {
+		// Decode's whole input, allocated at its exact length (as redigo reads a reply), in
+		// its size class: pages of 8 KiB above 32 KiB.
+		body += e.bodyPrefix
+		if body > 32<<10 {
+			body = (body + 8191) &^ 8191
+		} else {
+			body = (body + body>>3 + 15) &^ 15
 		}
 	}
+	n := entryStruct + body
+	if e.Header != nil {
+		slots := minMapSlots
+		for slots*4 < len(e.Header)*slotsPerFour {
+			slots *= 2
+		}
+		n += mapHeader + slots*headerSlot
+	}
+	for k, vs := range e.Header {
+		n += (len(k) + len(k)>>3 + 15) &^ 15
+		// Arrays of up to 8 strings fill their size class exactly.
+		n += cap(vs) * stringHeader
+		for _, v := range vs {
+			n += (len(v) + len(v)>>3 + 15) &^ 15
+		}
+	}
+	hot := cap(e.Hot.Names)*stringHeader + cap(e.Hot.Values)*sliceHeader
+	n += (hot + hot>>3 + 15) &^ 15
+	n += cap(e.Vary) * stringHeader
 	for _, v := range e.Vary {
-		n += len(v) + 16
+		n += (len(v) + len(v)>>3 + 15) &^ 15
 	}
 	return n
 }
