@@ -374,6 +374,42 @@ func TestClientConditionalOnHit(t *testing.T) {
 	}
 }
 
+// A stored answer without Last-Modified answers If-Modified-Since by its Date, or by when
+// it was received without one (RFC 9111 section 4.3.2).
+func TestIfModifiedSinceWithoutLastModified(t *testing.T) {
+	clock := newFakeClock()
+	date := clock.Now().Add(-10 * time.Second)
+	httpDate := func(t time.Time) string { return t.Format(http.TimeFormat) }
+	tests := []struct {
+		desc       string
+		respHeader []string
+		ims        time.Time
+		wantStatus int
+	}{
+		{desc: "not modified since Date", respHeader: []string{"Date", httpDate(date)}, ims: date, wantStatus: 304},
+		{desc: "modified after the date asked", respHeader: []string{"Date", httpDate(date)}, ims: date.Add(-time.Hour), wantStatus: 200},
+		{desc: "no Date: the time received", ims: clock.Now(), wantStatus: 304},
+		{desc: "no Date, modified after the date asked", ims: clock.Now().Add(-time.Hour), wantStatus: 200},
+		{desc: "Last-Modified wins over Date", respHeader: []string{"Date", httpDate(date), "Last-Modified", httpDate(date.Add(time.Second))},
+			ims: date, wantStatus: 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			o := staticOrigin(t, 200, append([]string{"Cache-Control", "max-age=60"}, tc.respHeader...), "payload")
+			h := newTestHandler(t, Settings{Now: clock.Now}, o)
+			const url = "http://example.com/ims"
+			do(t, h, http.MethodGet, url)
+			w := do(t, h, http.MethodGet, url, "If-Modified-Since", httpDate(tc.ims))
+			if w.Code != tc.wantStatus {
+				t.Errorf("status = %d, want %d", w.Code, tc.wantStatus)
+			}
+			if got := o.callCount(); got != 1 {
+				t.Errorf("origin calls = %d, want 1", got)
+			}
+		})
+	}
+}
+
 // RFC 5861 section 3: a stale answer within stale-while-revalidate is served at once while
 // one background fetch refreshes it.
 func TestStaleWhileRevalidate(t *testing.T) {
