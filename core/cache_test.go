@@ -374,6 +374,42 @@ func TestClientConditionalOnHit(t *testing.T) {
 	}
 }
 
+// Cache-Control: immutable says nothing to a shared cache once the answer is stale: it is
+// revalidated like any other (RFC 8246 section 2 only lets a fresh one skip revalidation).
+func TestImmutableStaleIsRevalidated(t *testing.T) {
+	tests := []struct {
+		desc   string
+		header []string
+	}{
+		{desc: "plain request"},
+		{desc: "client max-age=0", header: []string{"Cache-Control", "max-age=0"}},
+		{desc: "client no-cache", header: []string{"Cache-Control", "no-cache"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			clock := newFakeClock()
+			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Cache-Control", "max-age=2, immutable")
+				w.Header().Set("Etag", `"abcd"`)
+				if r.Header.Get("If-None-Match") == `"abcd"` {
+					w.WriteHeader(http.StatusNotModified)
+					return
+				}
+				w.Write([]byte("data"))
+			})
+			h := newTestHandler(t, Settings{Now: clock.Now}, o)
+			const url = "http://example.com/immutable"
+			do(t, h, http.MethodGet, url)
+			clock.Add(3 * time.Second)
+			w := do(t, h, http.MethodGet, url, tc.header...)
+			wantAnswer(t, w, 200, "Weir; fwd=stale; stored; fwd-status=304", "data")
+			if got := o.request(t, 2).Header.Get("If-None-Match"); got != `"abcd"` {
+				t.Errorf("origin saw If-None-Match %q, want %q", got, `"abcd"`)
+			}
+		})
+	}
+}
+
 // A stored answer without Last-Modified answers If-Modified-Since by its Date, or by when
 // it was received without one (RFC 9111 section 4.3.2).
 func TestIfModifiedSinceWithoutLastModified(t *testing.T) {
