@@ -39,6 +39,9 @@ type fetchResult struct {
 	originError bool
 	// streamed marks an answer written to the leader as it arrived: nobody else can have it.
 	streamed bool
+	// declined marks an answer the fetch gave up on, unheld and unsent: its leader asked for
+	// a range, and gets it from the origin itself (sink.ranged).
+	declined bool
 	// revalidated marks a 304 that refreshed a stale entry.
 	revalidated bool
 	// shed is the limiter's refusal when the fetch got no origin slot (FR-LIM-5).
@@ -104,7 +107,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	defer release()
 	rec := &recorder{h: h, req: req, header: make(http.Header), sink: sk, stale: stale != nil}
 	reqTime := h.s.Now()
-	h.next.ServeHTTP(rec, req)
+	serveOrigin(h.next, rec, req)
 	respTime := h.s.Now()
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
@@ -117,6 +120,12 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 		if rec.reason != reasonAuth {
 			// An answer refused only for the request's credentials says nothing of the
 			// answer others get: the key stays cacheable (FR-COA-8).
+			h.markPass(key, respTime)
+		}
+		return res
+	case rec.mode == modeDecline:
+		res.declined = true
+		if rec.reason != reasonAuth {
 			h.markPass(key, respTime)
 		}
 		return res
@@ -164,6 +173,23 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	return res
 }
 
+// serveOrigin runs the origin's answer into rec. A fetch that gives up on an answer
+// (modeDecline, modeDiscard) fails the writes, and Traefik's proxy, net/http/httputil's
+// ReverseProxy, then ends its copy with a panic of http.ErrAbortHandler: the expected end of
+// such a fetch, recovered here so that the fetch goes on to mark the key and answer its
+// leader. Whatever the panic, once the fetch has failed the writes on purpose: under Yaegi
+// v0.16.1 a panic raised in interpreted code is recovered as a reflect.Value, which never
+// equals http.ErrAbortHandler (docs/yaegi.md). Any panic before that goes on to the flight's
+// recover (FR-COA-6).
+func serveOrigin(next http.Handler, rec *recorder, req *http.Request) {
+	defer func() {
+		if rec.mode == modeDecline || rec.mode == modeDiscard {
+			_ = recover()
+		}
+	}()
+	next.ServeHTTP(rec, req)
+}
+
 // markPass remembers that key's answer could not be shared (hit-for-pass): for
 // coalesce.hitForMissTTL its requests go straight to the origin, without coalescing. The mark
 // lives in the store, so the hit path's one lookup finds it, and instances sharing a store
@@ -186,6 +212,7 @@ const (
 	modeBuffer  = iota // hold it, to store and share
 	modeStream         // write it to the leader as it arrives
 	modeDiscard        // drop it: over the limit with nobody to stream to
+	modeDecline        // drop it: not to be held, and its leader asked for a range
 )
 
 // recorder is the ResponseWriter of a fetch made on behalf of the cache. It holds answers
@@ -249,7 +276,7 @@ func (rec *recorder) Write(p []byte) (int, error) {
 	switch rec.mode {
 	case modeStream:
 		return rec.sink.write(p)
-	case modeDiscard:
+	case modeDiscard, modeDecline:
 		return 0, errDetached
 	}
 	if int64(len(rec.body)+len(p)) > rec.h.policy.maxEntrySize {
@@ -264,6 +291,9 @@ func (rec *recorder) Write(p []byte) (int, error) {
 		held := rec.body
 		rec.body = nil
 		rec.stream()
+		if rec.mode == modeDecline {
+			return 0, errDetached
+		}
 		if len(held) > 0 {
 			if _, err := rec.sink.write(held); err != nil {
 				return 0, err
@@ -278,7 +308,14 @@ func (rec *recorder) Write(p []byte) (int, error) {
 // Flush is a no-op: a held answer is sent whole, a streamed one is flushed on every write.
 func (rec *recorder) Flush() {}
 
+// stream sends the answer to the leader as it arrives, or, when the leader asked for a range,
+// gives up on it: a client that asked for part of a large answer must not wait for the whole
+// of it (a video player seeking into a film), and the origin answers its Range itself.
 func (rec *recorder) stream() {
+	if rec.sink.ranged {
+		rec.mode = modeDecline
+		return
+	}
 	rec.mode = modeStream
 	detail := ""
 	if rec.reason != "" {
@@ -291,6 +328,9 @@ func (rec *recorder) stream() {
 // waits.
 type sink struct {
 	cacheStatus string
+	// ranged marks a leader that asked for a range: an answer the fetch cannot hold is not
+	// streamed to it (recorder.stream).
+	ranged bool
 
 	// mu guards w: the leader detaches the sink before its ServeHTTP returns, and nothing
 	// writes to an answer that has been finished.

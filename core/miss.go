@@ -34,9 +34,6 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		// whole GET from the origin.
 		h.pass(w, r, "", statusFwd+fwd)
 		return
-	case len(r.Header["Range"]) > 0 && stale == nil:
-		h.pass(w, r, "", statusBypass)
-		return
 	case r.ContentLength != 0:
 		// One case each: Yaegi v0.16.1 evaluates only the first expression of a
 		// tagless switch's case list.
@@ -53,6 +50,13 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	}
 	if stale == nil && len(r.Header["Authorization"]) > 0 {
 		// FR-COA-8: a request with credentials never waits on, nor leads, a shared fetch.
+		if rangeAsked(r) {
+			// Its answer is rarely shared (RFC 9111 section 3.5), and a fetch of the whole
+			// would cost the origin a second request for the range: the origin answers the
+			// Range itself.
+			h.pass(w, r, "", statusFwd+fwd)
+			return
+		}
 		req, cancel := h.fetchRequest(r, nil)
 		sk := &sink{w: w, cacheStatus: statusFwd + fwd}
 		res := h.fetch(req, cancel, key, nil, sk)
@@ -101,7 +105,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 // client's context: a leader that hangs up does not cancel the fetch (FR-COA-2).
 func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string) {
 	req, cancel := h.fetchRequest(r, stale)
-	sk := &sink{w: w, cacheStatus: cacheStatus}
+	sk := &sink{w: w, cacheStatus: cacheStatus, ranged: rangeAsked(r)}
 	h.e.flights.Run(key, c, func() (interface{}, error) {
 		res := h.fetch(req, cancel, key, stale, sk)
 		return res, nil
@@ -239,6 +243,10 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 			cacheStatus += "; fwd-status=304"
 		}
 		h.serveEntry(w, r, res.entry, now, cacheStatus)
+	case res.declined && !follower:
+		// The leader asked for a range of an answer Weir could not hold: it asks the
+		// origin for its range itself rather than wait for the whole answer.
+		h.pass(w, r, "", withDetail(cacheStatus, res.reason))
 	case !follower && !res.streamed:
 		detail := ""
 		if res.reason != "" {
