@@ -3,6 +3,7 @@ package core
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/weirproxy/weir/core/store"
 )
@@ -28,8 +29,8 @@ func notModified(r *http.Request, ent *store.Entry) bool {
 		}
 		return false
 	}
-	lm, err := http.ParseTime(ent.Header.Get("Last-Modified"))
-	if err != nil {
+	lm, ok := modifiedAt(ent)
+	if !ok {
 		return false
 	}
 	ims, err := http.ParseTime(r.Header.Get("If-Modified-Since"))
@@ -37,6 +38,21 @@ func notModified(r *http.Request, ent *store.Entry) bool {
 		return false
 	}
 	return !lm.After(ims)
+}
+
+// modifiedAt is the date a stored answer's If-Modified-Since is evaluated against: its
+// Last-Modified, or without one its Date, or without that the time it was received, Born
+// (RFC 9111 section 4.3.2). A Last-Modified that is not a date reports false: the stored
+// answer's modification date is unknown, and Weir does not guess it.
+func modifiedAt(ent *store.Entry) (time.Time, bool) {
+	if v := ent.Header["Last-Modified"]; len(v) > 0 {
+		lm, err := http.ParseTime(v[0])
+		return lm, err == nil
+	}
+	if date, err := http.ParseTime(ent.Header.Get("Date")); err == nil {
+		return date, true
+	}
+	return ent.Born, true
 }
 
 // weakMatch compares entity tags by the weak comparison of RFC 9110 section 8.8.3.2.

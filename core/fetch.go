@@ -39,6 +39,9 @@ type fetchResult struct {
 	originError bool
 	// streamed marks an answer written to the leader as it arrived: nobody else can have it.
 	streamed bool
+	// declined marks an answer the fetch gave up on, unheld and unsent: its leader asked for
+	// a range, and gets it from the origin itself (sink.ranged).
+	declined bool
 	// revalidated marks a 304 that refreshed a stale entry.
 	revalidated bool
 	// truncated marks an answer whose body ended before its Content-Length: an incomplete
@@ -110,22 +113,29 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	defer release()
 	rec := &recorder{h: h, req: req, header: make(http.Header), sink: sk, stale: stale != nil}
 	reqTime := h.s.Now()
-	h.next.ServeHTTP(rec, req)
+	serveOrigin(h.next, rec, req)
 	respTime := h.s.Now()
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}
 	h.outcome(b, permit, req.Context(), rec.status)
-	if rec.written < rec.declared {
+	if rec.written < rec.declared && rec.mode != modeDecline && rec.mode != modeDiscard {
 		// Traefik's proxy aborts (panics) when the origin's body breaks off; a handler that
 		// returns with a short body instead must not have it stored, nor the hit-for-pass
-		// mark of an answer that never came whole.
+		// mark of an answer that never came whole. A body the fetch gave up on itself
+		// (declined, discarded) is short on purpose.
 		return &fetchResult{status: rec.status, truncated: true}
 	}
 	res := &fetchResult{status: rec.status, header: rec.header, body: rec.body, reason: rec.reason}
 	switch {
 	case rec.mode == modeStream:
 		res.streamed = true
+		if !requestScoped(rec.reason) {
+			h.markPass(key, respTime)
+		}
+		return res
+	case rec.mode == modeDecline:
+		res.declined = true
 		if !requestScoped(rec.reason) {
 			h.markPass(key, respTime)
 		}
@@ -175,6 +185,23 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	return res
 }
 
+// serveOrigin runs the origin's answer into rec. A fetch that gives up on an answer
+// (modeDecline, modeDiscard) fails the writes, and Traefik's proxy, net/http/httputil's
+// ReverseProxy, then ends its copy with a panic of http.ErrAbortHandler: the expected end of
+// such a fetch, recovered here so that the fetch goes on to mark the key and answer its
+// leader. Whatever the panic, once the fetch has failed the writes on purpose: under Yaegi
+// v0.16.1 a panic raised in interpreted code is recovered as a reflect.Value, which never
+// equals http.ErrAbortHandler (docs/yaegi.md). Any panic before that goes on to the flight's
+// recover (FR-COA-6).
+func serveOrigin(next http.Handler, rec *recorder, req *http.Request) {
+	defer func() {
+		if rec.mode == modeDecline || rec.mode == modeDiscard {
+			_ = recover()
+		}
+	}()
+	next.ServeHTTP(rec, req)
+}
+
 // markPass remembers that key's answer could not be shared (hit-for-pass): for
 // coalesce.hitForMissTTL its requests go straight to the origin, without coalescing. The mark
 // lives in the store, so the hit path's one lookup finds it, and instances sharing a store
@@ -197,6 +224,7 @@ const (
 	modeBuffer  = iota // hold it, to store and share
 	modeStream         // write it to the leader as it arrives
 	modeDiscard        // drop it: over the limit with nobody to stream to
+	modeDecline        // drop it: not to be held, and its leader asked for a range
 )
 
 // recorder is the ResponseWriter of a fetch made on behalf of the cache. It holds answers
@@ -271,7 +299,7 @@ func (rec *recorder) Write(p []byte) (int, error) {
 	switch rec.mode {
 	case modeStream:
 		return rec.sink.write(p)
-	case modeDiscard:
+	case modeDiscard, modeDecline:
 		return 0, errDetached
 	}
 	if int64(len(rec.body)+len(p)) > rec.h.policy.maxEntrySize {
@@ -286,6 +314,9 @@ func (rec *recorder) Write(p []byte) (int, error) {
 		held := rec.body
 		rec.body = nil
 		rec.stream()
+		if rec.mode == modeDecline {
+			return 0, errDetached
+		}
 		if len(held) > 0 {
 			if _, err := rec.sink.write(held); err != nil {
 				return 0, err
@@ -300,7 +331,14 @@ func (rec *recorder) Write(p []byte) (int, error) {
 // Flush is a no-op: a held answer is sent whole, a streamed one is flushed on every write.
 func (rec *recorder) Flush() {}
 
+// stream sends the answer to the leader as it arrives, or, when the leader asked for a range,
+// gives up on it: a client that asked for part of a large answer must not wait for the whole
+// of it (a video player seeking into a film), and the origin answers its Range itself.
 func (rec *recorder) stream() {
+	if rec.sink.ranged {
+		rec.mode = modeDecline
+		return
+	}
 	rec.mode = modeStream
 	detail := ""
 	if rec.reason != "" {
@@ -313,6 +351,9 @@ func (rec *recorder) stream() {
 // waits.
 type sink struct {
 	cacheStatus string
+	// ranged marks a leader that asked for a range: an answer the fetch cannot hold is not
+	// streamed to it (recorder.stream).
+	ranged bool
 
 	// mu guards w: the leader detaches the sink before its ServeHTTP returns, and nothing
 	// writes to an answer that has been finished.

@@ -178,23 +178,54 @@ func (p *policy) newEntry(status int, h http.Header, body []byte, cc cacheContro
 	return e
 }
 
-// parseAge reads the Age field's first member (RFC 9111 section 5.1): its leading digits, so
-// "7200", "7200,0", "7200.0" and "7200;x=y" are 7200 seconds. A member that does not start
-// with a digit ("abc", "-7200") reports ok false: Weir treats the answer as stale rather than
-// as fresh as if it were new. No Age field is age zero.
+// parseAge reads the Age field (RFC 9111 section 5.1): the leading digits of its first
+// member, so "7200", "7200,0", "7200.0" and "7200;x=y" are 7200 seconds. It reports ok false,
+// and Weir treats the answer as stale rather than as fresh as if it were new, when the value
+// cannot be trusted:
+//   - a member that does not start with a digit ("abc", "-7200");
+//   - Age sent more than once: two field lines, or a list that repeats its first member
+//     ("0, 0", what joining two lines gives, RFC 9110 section 5.3). Age is a singleton that a
+//     sender must not repeat (RFC 9110 section 5.3); which hop's value is right is unknowable,
+//     and the conformance suite's age-parse-*-twoline and age-parse-dup-* tests require such
+//     answers to be stale. A list of different values ("0,7200") keeps RFC 9111's rule of
+//     using the first member, as the suite's age-parse-prefix test requires.
+//
+// No Age field is age zero.
 func parseAge(lines []string) (seconds int64, ok bool) {
 	if len(lines) == 0 {
 		return 0, true
 	}
-	v := strings.Trim(strings.TrimSpace(lines[0]), `"`)
+	if len(lines) > 1 {
+		return 0, false
+	}
+	v := lines[0]
+	first := v
+	rest := ""
+	if i := strings.IndexByte(v, ','); i >= 0 {
+		first = v[:i]
+		rest = v[i+1:]
+	}
+	first = strings.TrimSpace(first)
+	for rest != "" {
+		member := rest
+		rest = ""
+		if i := strings.IndexByte(member, ','); i >= 0 {
+			rest = member[i+1:]
+			member = member[:i]
+		}
+		if strings.TrimSpace(member) == first {
+			return 0, false
+		}
+	}
+	first = strings.Trim(first, `"`)
 	n := 0
-	for n < len(v) && v[n] >= '0' && v[n] <= '9' {
+	for n < len(first) && first[n] >= '0' && first[n] <= '9' {
 		n++
 	}
 	if n == 0 {
 		return 0, false
 	}
-	secs, _ := parseDeltaSeconds(v[:n])
+	secs, _ := parseDeltaSeconds(first[:n])
 	return secs, true
 }
 

@@ -138,6 +138,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rh["Pragma"] != nil:
 	case rh["If-None-Match"] != nil:
 	case rh["If-Modified-Since"] != nil:
+	case rh["Range"] != nil:
 	default:
 		hit = true
 	}
@@ -318,6 +319,9 @@ func (h *Handler) serveEntry(w http.ResponseWriter, r *http.Request, ent *store.
 			delete(hdr, k)
 		}
 		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if len(r.Header["Range"]) > 0 && serveRange(w, r, ent) {
 		return
 	}
 	w.WriteHeader(ent.Status)

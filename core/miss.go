@@ -36,9 +36,6 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		// whole GET from the origin.
 		h.pass(w, r, "", statusFwd+fwd)
 		return
-	case len(r.Header["Range"]) > 0 && stale == nil:
-		h.pass(w, r, "", statusBypass)
-		return
 	case r.ContentLength != 0:
 		// One case each: Yaegi v0.16.1 evaluates only the first expression of a
 		// tagless switch's case list.
@@ -57,6 +54,13 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		// FR-COA-8: a request with credentials never waits on, nor leads, a shared fetch;
 		// nor does one whose answer may not be stored (RFC 9111 section 5.2.1.5), which
 		// nobody else could be given.
+		if stale == nil && rangeAsked(r) {
+			// Such an answer is rarely shared (RFC 9111 section 3.5), and a fetch of the
+			// whole would cost the origin a second request for the range: the origin
+			// answers the Range itself.
+			h.pass(w, r, "", statusFwd+fwd)
+			return
+		}
 		h.fetchSolo(w, r, key, stale, statusFwd+fwd)
 		return
 	}
@@ -148,7 +152,7 @@ func (f *soloFetch) recovered() {
 // client's context: a leader that hangs up does not cancel the fetch (FR-COA-2).
 func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string) {
 	req, cancel := h.fetchRequest(r, stale)
-	sk := &sink{w: w, cacheStatus: cacheStatus}
+	sk := &sink{w: w, cacheStatus: cacheStatus, ranged: rangeAsked(r)}
 	h.e.flights.Run(key, c, func() (interface{}, error) {
 		res := h.fetch(req, cancel, key, stale, sk)
 		return res, nil
@@ -312,6 +316,10 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 			cacheStatus += "; fwd-status=304"
 		}
 		h.serveEntry(w, r, res.entry, now, cacheStatus)
+	case res.declined && !follower:
+		// The leader asked for a range of an answer Weir could not hold: it asks the
+		// origin for its range itself rather than wait for the whole answer.
+		h.pass(w, r, "", withDetail(cacheStatus, res.reason))
 	case !follower && !res.streamed:
 		detail := ""
 		if res.reason != "" {

@@ -332,7 +332,7 @@ func TestTruncatedPassThroughAborts(t *testing.T) {
 		{desc: "hit-for-pass, no query (passMarked)", method: http.MethodGet, url: "http://example.com/p", mark: true},
 		{desc: "hit-for-pass with a query (pass)", method: http.MethodGet, url: "http://example.com/p?q=1", mark: true},
 		{desc: "HEAD miss (pass)", method: http.MethodHead, url: "http://example.com/p"},
-		{desc: "Range (pass)", method: http.MethodGet, url: "http://example.com/p", header: []string{"Range", "bytes=0-10"}},
+		{desc: "Range with credentials (pass)", method: http.MethodGet, url: "http://example.com/p", header: []string{"Range", "bytes=0-10", "Authorization", "Bearer x"}},
 		{desc: "unsafe method (serveOther)", method: http.MethodPost, url: "http://example.com/p"},
 	}
 	for _, tc := range tests {
@@ -359,5 +359,51 @@ func TestTruncatedPassThroughAborts(t *testing.T) {
 				t.Errorf("origin calls = %d, want 1", n)
 			}
 		})
+	}
+}
+
+// A background refresh whose answer turns out over MaxEntrySize gives it up and marks the
+// key hit-for-pass, also behind Traefik's proxy, which ends a copy whose write failed with a
+// panic of http.ErrAbortHandler (net/http/httputil's ReverseProxy): that panic is the
+// expected end of the fetch, not a failure to log.
+func TestRefreshOverTheLimitMarksPass(t *testing.T) {
+	clock := newFakeClock()
+	chunk := strings.Repeat("z", 700)
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=1, stale-while-revalidate=60")
+		if n == 1 {
+			w.Write([]byte("small"))
+			return
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := w.Write([]byte(chunk)); err != nil {
+				abortAnswer()
+			}
+		}
+	})
+	var mu sync.Mutex
+	var logged []string
+	logf := func(msg string) {
+		mu.Lock()
+		logged = append(logged, msg)
+		mu.Unlock()
+	}
+	h := newTestHandler(t, Settings{Now: clock.Now, MaxEntrySize: 1024, Log: logf}, o)
+	const url = "http://example.com/refresh-large"
+	do(t, h, http.MethodGet, url)
+	clock.Add(2 * time.Second)
+	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=-1", "small")
+	waitIdle(t, h)
+	mu.Lock()
+	if len(logged) > 0 {
+		t.Errorf("logged %q, want nothing", logged)
+	}
+	mu.Unlock()
+	w := do(t, h, http.MethodGet, url)
+	if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=uri-miss; detail=uncacheable" {
+		t.Errorf("after the refresh: Cache-Status = %q, want the key passed through", got)
+	}
+	if got := o.callCount(); got != 3 {
+		t.Errorf("origin calls = %d, want 3", got)
 	}
 }
