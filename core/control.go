@@ -52,9 +52,5 @@ func controlled(name, host string) (*engine, *breaker.Breaker, error) {
 	if e == nil {
 		return nil, nil, fmt.Errorf("%w: %q", ErrNoEngine, name)
 	}
-	b := e.breaker
-	if b == nil {
-		b = e.breakers.Get(breaker.ScopeKey(e.breakerScope, host), e.now())
-	}
-	return e, b, nil
+	return e, breakerOf(e, host, e.now()), nil
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -47,12 +46,9 @@ type fetchResult struct {
 	// truncated marks an answer whose body ended before its Content-Length: an incomplete
 	// message (RFC 9112 section 8), never stored nor served as whole.
 	truncated bool
-	// shed is the limiter's refusal when the fetch got no origin slot (FR-LIM-5).
-	shed error
-	// open is how long the upstream's breaker stays open, when it refused the fetch (FR-CB-5).
-	open time.Duration
-	// throttled is how long the miss-rate detector holds the partition's fetches back.
-	throttled time.Duration
+	// refused is why the gate, or the miss-rate detector, kept the fetch from the origin
+	// (FR-CB-5, FR-LIM-5).
+	refused refusal
 }
 
 // Fields of a client's request that the cache's own fetch leaves out: the cache wants the
@@ -91,26 +87,19 @@ func (h *Handler) fetchRequest(r *http.Request, stale *store.Entry) (*http.Reque
 // for answers that cannot be held; nil for background refreshes.
 func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string, stale *store.Entry, sk *sink) *fetchResult {
 	defer cancel()
-	b, permit := h.admit(req, h.s.Now())
-	if !permit.Allowed {
-		return &fetchResult{open: permit.RetryAfter}
-	}
 	// Every fetch holds an origin slot until its answer is buffered or streamed (FR-LIM-1);
 	// a background refresh never queues and never takes the foreground's reserve (FR-LIM-4).
 	// The cache's fetches carry no body; the partition is the key's, already at hand.
-	lreq := limit.Request{Partition: partitionOf(key), Host: req.Host}
-	var release func()
-	var err error
+	way := wayRecord
 	if sk == nil {
-		release, err = h.e.limiter.TryAcquire(lreq)
-	} else {
-		release, err = h.e.limiter.Acquire(req.Context(), lreq)
+		way |= wayBackground
 	}
-	if err != nil {
-		b.Release(permit, h.s.Now())
-		return &fetchResult{shed: err}
+	t, refused := enter(h, req.Context(), partitionOf(key), req.Host, false, way)
+	if t == nil {
+		return &fetchResult{refused: refused}
 	}
-	defer release()
+	// Deferred: a panic in the next handler must not keep the slot.
+	defer leave(h, t, req.Context(), 0)
 	rec := &recorder{h: h, req: req, header: make(http.Header), sink: sk, stale: stale != nil}
 	reqTime := h.s.Now()
 	serveOrigin(h.next, rec, req)
@@ -118,7 +107,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}
-	h.outcome(b, permit, req.Context(), rec.status)
+	leave(h, t, req.Context(), rec.status)
 	if rec.written < rec.declared && rec.mode != modeDecline && rec.mode != modeDiscard {
 		// Traefik's proxy aborts (panics) when the origin's body breaks off; a handler that
 		// returns with a short body instead must not have it stored, nor the hit-for-pass

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirproxy/weir/core/breaker"
-	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -177,57 +175,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // passMarked answers a request whose key is marked hit-for-pass: through the general path
 // once the mark has expired (live false), else to the origin with the client's own writer.
-// The common case, a closed breaker of scope engine and a slot free at once, is written out
-// here; anything else goes through pass. A function, not a method: in Yaegi a method call
-// costs four times as much (docs/yaegi.md).
+// A function, not a method: in Yaegi a method call costs four times as much (docs/yaegi.md).
 func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, live bool) {
 	if !live {
 		h.serve(w, r)
 		return
 	}
-	b := h.e.breaker
-	if b == nil || !breaker.Closed(b) {
-		h.pass(w, r, key, h.passStatus)
-		return
-	}
 	// The key of a request without a query is its partition.
-	slot := limit.Take(h.e.limiter, key, r.Host, r.ContentLength != 0)
-	if slot == nil {
-		if slot = queueForSlot(h, w, r, key); slot == nil {
-			return
-		}
-	}
-	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
-	defer limit.Return(slot)
-	w.Header()["Cache-Status"] = h.passStatusValue
-	h.next.ServeHTTP(w, r)
-}
-
-// queueForSlot is passMarked's wait for a request that found no slot free at once: in the
-// limiter's queue (limit.Wait, which hands back a Slot rather than a closure). A request
-// that is shed is answered here, and gets nil. A function of its own, so that its frame
-// slots are paid only by requests that queue.
-func queueForSlot(h *Handler, w http.ResponseWriter, r *http.Request, key string) *limit.Slot {
-	slot, err := limit.Wait(r.Context(), h.e.limiter, key, r.Host, r.ContentLength != 0)
-	if err != nil {
-		h.shed(w, r, h.passStatus, err)
-		return nil
-	}
-	return slot
+	pass(h, w, r, key, h.passStatusValue)
 }
 
 // serve is the general path: any key, Vary, the client's validators and cache directives,
 // remote stores, misses.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if len(r.Header["Upgrade"]) > 0 {
-		h.pass(w, r, "", statusBypass+paramDetail+"upgrade")
+		pass(h, w, r, partition(r), []string{statusBypass + paramDetail + "upgrade"})
 		return
 	}
 	key := h.keyer.key(r)
 	now := h.s.Now()
 	ent, lookupKey, varyMiss := h.lookup(r, key, now)
 	if ent != nil && ent.Pass {
-		h.pass(w, r, "", statusFwd+fwdURIMiss+paramDetail+"uncacheable")
+		pass(h, w, r, partition(r), h.passStatusValue)
 		return
 	}
 	if ent != nil && now.Before(ent.FreshUntil) && !requestNoCache(r) {
@@ -352,57 +321,44 @@ func staleStatus(ent *store.Entry, now time.Time, detail string) string {
 }
 
 // pass sends r to the origin as it is, with its own writer, so streaming, flushing and
-// upgrades work as without Weir. It holds an origin slot while it does (FR-LIM-1), and an
-// open breaker stops it (FR-CB-5).
+// upgrades work as without Weir, through the origin gate: an open breaker stops it (FR-CB-5)
+// and it holds an origin slot while it goes (FR-LIM-1). part is r's partition;
+// cacheStatus[0] is its Cache-Status, a slice shared by every answer that carries it (header
+// values are never changed in place).
 //
 // Its outcome is not recorded with the breaker, which learns from the cache's own fetches
 // and from unsafe methods: seeing the status would take a writer of Weir's between the proxy
 // and the client, and in Yaegi each of the proxy's calls into it (Header, WriteHeader,
 // Write) costs microseconds, on every pass-through request. The breaker's probe is the
-// exception: it is recorded, or a breaker that sees only pass-through traffic would never
-// close.
-//
-// part is r's partition when the caller has it at hand (the hit path's key of a request
-// without a query); empty, pass computes it.
-func (h *Handler) pass(w http.ResponseWriter, r *http.Request, part, cacheStatus string) {
-	// A closed breaker of scope engine needs no permit here, since no outcome is recorded:
-	// one atomic load instead of a lock.
-	b := h.e.breaker
-	var permit breaker.Permit
-	if b == nil || !breaker.Closed(b) {
-		b, permit = h.admit(r, h.s.Now())
-		if !permit.Allowed {
-			h.refuse(w, r, nil, cacheStatus, permit.RetryAfter)
-			return
-		}
-	}
-	if part == "" {
-		part = partition(r)
-	}
-	// A body is a length other than zero: -1 is a chunked one (hasBody, written out).
-	upload := r.ContentLength != 0
-	// Deferred releases: a panic in the next handler must not keep the slot.
-	if slot := limit.Take(h.e.limiter, part, r.Host, upload); slot != nil {
-		defer limit.Return(slot)
-	} else {
-		release, err := h.e.limiter.Acquire(r.Context(), limit.Request{Partition: part, Host: r.Host, Upload: upload})
-		if err != nil {
-			if permit.Allowed {
-				b.Release(permit, h.s.Now())
-			}
-			h.shed(w, r, cacheStatus, err)
-			return
-		}
-		defer release()
-	}
-	w.Header()["Cache-Status"] = []string{cacheStatus}
-	if !permit.Probe {
-		h.next.ServeHTTP(w, r)
+// exception (passProbe).
+func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
+	t, refused := enter(h, r.Context(), part, r.Host, r.ContentLength != 0, 0)
+	if t == nil {
+		h.refused(w, r, nil, cacheStatus[0], refused)
 		return
 	}
+	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
+	defer leave(h, t, r.Context(), 0)
+	w.Header()["Cache-Status"] = cacheStatus
+	if t.record {
+		passProbe(h, t, w, r)
+		return
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+// passProbe sends a pass-through request that carries the half-open breaker's probe, and
+// records its status: a breaker that sees only pass-through traffic would never close
+// otherwise. A function of its own, so that its frame slots are paid only by probes.
+func passProbe(h *Handler, t *ticket, w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{w: w, h: h, r: r}
 	h.next.ServeHTTP(sw, r)
-	h.outcome(b, permit, r.Context(), sw.status)
+	status := sw.status
+	if status == 0 {
+		// A handler that returns without writing has answered 200 (net/http's rule).
+		status = http.StatusOK
+	}
+	leave(h, t, r.Context(), status)
 }
 
 // requestNoCache tells whether the client asked that nothing stored be used without
@@ -422,3 +378,6 @@ func requestNoCache(r *http.Request) bool {
 	}
 	return false
 }
+
+// itoa formats an int64 for header values.
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

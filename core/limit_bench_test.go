@@ -13,9 +13,9 @@ import (
 // What the origin concurrency budget adds to a fetch (FR-LIM-1). Every miss, refresh and
 // pass-through takes a slot, and no setting turns the limiter off, so the cost is measured two
 // ways: a whole miss with the default pool and with a pool too large ever to fill (the same
-// Acquire path: the cost does not depend on the pool's size), and Acquire plus release alone
-// as the engine calls them for a miss, to set against the miss. Run them under Yaegi too:
-// YAEGI_TEST_FLAGS="-bench Limiter -run ^$" scripts/yaegi-test.sh core.
+// path to a slot: the cost does not depend on the pool's size), and the origin gate's enter
+// and leave alone as a miss calls them, to set against the miss. Run them under Yaegi too:
+// YAEGI_TEST_FLAGS="-bench 'Limiter|Gate' -run ^$" scripts/yaegi-test.sh core.
 
 // BenchmarkLimiterMiss is a cacheable miss on a key of its own, with the default limiter.
 func BenchmarkLimiterMiss(b *testing.B) {
@@ -27,9 +27,9 @@ func BenchmarkLimiterMissHuge(b *testing.B) {
 	limBenchMiss(b, limit.Settings{MaxConcurrent: 1 << 30, MaxPerPartition: 1 << 30})
 }
 
-// BenchmarkLimiterAcquireRelease is the limiter's part of a miss: describing the fetch to the
-// limiter, taking a free slot and giving it back.
-func BenchmarkLimiterAcquireRelease(b *testing.B) {
+// BenchmarkGateEnterLeave is the origin gate's part of a miss: the breaker's permit, taking
+// a free slot and giving both back.
+func BenchmarkGateEnterLeave(b *testing.B) {
 	h := limBenchHandler(b, limit.Settings{})
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/k/1", nil)
 	req, cancel := h.fetchRequest(r, nil)
@@ -38,11 +38,11 @@ func BenchmarkLimiterAcquireRelease(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		release, err := h.e.limiter.Acquire(ctx, limitRequest(req))
-		if err != nil {
-			b.Fatal(err)
+		t, refused := enter(h, ctx, partition(req), req.Host, false, wayRecord)
+		if t == nil {
+			b.Fatal(refused)
 		}
-		release()
+		leave(h, t, ctx, http.StatusOK)
 	}
 }
 

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"text/template"
 	"time"
 
 	"github.com/weirproxy/weir/core/flight"
-	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -34,12 +34,12 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	case r.Method == http.MethodHead && stale == nil:
 		// Weir stores GET answers and serves HEAD from them; a HEAD miss is not worth a
 		// whole GET from the origin.
-		h.pass(w, r, "", statusFwd+fwd)
+		pass(h, w, r, partition(r), []string{statusFwd + fwd})
 		return
 	case r.ContentLength != 0:
 		// One case each: Yaegi v0.16.1 evaluates only the first expression of a
 		// tagless switch's case list.
-		h.pass(w, r, "", statusBypass)
+		pass(h, w, r, partition(r), []string{statusBypass})
 		return
 	}
 	part := partitionOf(key)
@@ -58,7 +58,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 			// Such an answer is rarely shared (RFC 9111 section 3.5), and a fetch of the
 			// whole would cost the origin a second request for the range: the origin
 			// answers the Range itself.
-			h.pass(w, r, "", statusFwd+fwd)
+			pass(h, w, r, partition(r), []string{statusFwd + fwd})
 			return
 		}
 		h.fetchSolo(w, r, key, stale, statusFwd+fwd)
@@ -71,7 +71,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	// open is one key, not a flood of distinct ones.
 	if !leader {
 		missrate.Hit(h.missRate, part)
-	} else if !h.breakerOpen(r, now) {
+	} else if !h.breakerOpen(r.Host, now) {
 		if a := missrate.Miss(h.missRate, part, r.URL.RawQuery, now); a != nil {
 			h.reportAnomaly(a)
 		}
@@ -79,8 +79,9 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	if leader && h.s.MissRate.Throttle {
 		if ok, wait := missrate.AllowFetch(h.missRate, part, now); !ok {
 			// The flight must end: its followers wait on it.
-			h.e.flights.RunHere(key, c, func() (interface{}, error) { return &fetchResult{throttled: wait}, nil })
-			h.deliver(w, r, &fetchResult{throttled: wait}, stale, statusFwd+fwd, false)
+			res := &fetchResult{refused: refusal{throttled: wait}}
+			h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
+			h.deliver(w, r, res, stale, statusFwd+fwd, false)
 			return
 		}
 	}
@@ -203,7 +204,7 @@ func flightResult(c *flight.Call) (*fetchResult, error) {
 		return nil, err
 	}
 	res, ok := v.(*fetchResult)
-	if !ok || res == nil || res.status == 0 && res.open == 0 && res.shed == nil && res.throttled == 0 {
+	if !ok || res == nil || res.status == 0 && !refusedAny(res.refused) {
 		return nil, errLostResult
 	}
 	return res, nil
@@ -266,7 +267,7 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 			h.serveEntry(w, r, stale, now, staleStatus(stale, now, "coalesce-timeout"))
 			return
 		}
-		h.pass(w, r, "", statusFwd+fwdURIMiss+paramDetail+"coalesce-timeout")
+		pass(h, w, r, partition(r), []string{statusFwd + fwdURIMiss + paramDetail + "coalesce-timeout"})
 		return
 	}
 	res, err := flightResult(c)
@@ -290,16 +291,8 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 		// RFC 9112 section 8: a body that ended short is no answer; stale if allowed, else
 		// 502, for every waiter.
 		h.failed(w, r, stale, cacheStatus+paramDetail+"origin-truncated")
-	case res.open > 0:
-		h.refuse(w, r, stale, cacheStatus, res.open)
-	case res.throttled > 0:
-		h.throttle(w, r, stale, cacheStatus, res.throttled)
-	case res.shed != nil:
-		if stale != nil && now.Before(stale.StaleIfErrorUntil) {
-			h.serveEntry(w, r, stale, now, staleStatus(stale, now, limit.Detail(res.shed)))
-			return
-		}
-		h.shed(w, r, cacheStatus, res.shed)
+	case refusedAny(res.refused):
+		h.refused(w, r, stale, cacheStatus, res.refused)
 	case res.originError:
 		// FR-COA-5: each waiter serves stale from its own lookup if stale-if-error allows it,
 		// otherwise the error; nobody retries.
@@ -319,7 +312,7 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 	case res.declined && !follower:
 		// The leader asked for a range of an answer Weir could not hold: it asks the
 		// origin for its range itself rather than wait for the whole answer.
-		h.pass(w, r, "", withDetail(cacheStatus, res.reason))
+		pass(h, w, r, partition(r), []string{withDetail(cacheStatus, res.reason)})
 	case !follower && !res.streamed:
 		detail := ""
 		if res.reason != "" {
@@ -342,7 +335,7 @@ func (h *Handler) retry(w http.ResponseWriter, r *http.Request, key string) {
 		h.serveEntry(w, r, ent, now, statusHit+itoa(ttlSeconds(ent, now)))
 		return
 	}
-	h.pass(w, r, "", statusFwd+fwdURIMiss+paramDetail+"uncacheable")
+	pass(h, w, r, partition(r), h.passStatusValue)
 }
 
 // refresh revalidates stale in the background through the flight table, unless a fetch
@@ -393,4 +386,10 @@ func (h *Handler) writeAnswer(w http.ResponseWriter, status int, header http.Hea
 	if len(body) > 0 {
 		w.Write(body)
 	}
+}
+
+// reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).
+func (h *Handler) reportAnomaly(a *missrate.Anomaly) {
+	h.s.Log(fmt.Sprintf("warning: miss_rate_anomaly middleware=%s partition=%s requests=%d misses=%d window=%s varying=%s throttled=%t",
+		h.e.name, a.Partition, a.Requests, a.Misses, a.Window, strings.Join(a.Varying, ","), a.Throttled))
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// BenchmarkAcquireRelease measures the uncontended path every origin fetch takes.
-func BenchmarkAcquireRelease(b *testing.B) {
+// BenchmarkWaitReturn measures the uncontended path every origin fetch takes.
+func BenchmarkWaitReturn(b *testing.B) {
 	l, err := New(Settings{})
 	if err != nil {
 		b.Fatal(err)
@@ -15,10 +15,10 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	req := Request{Partition: "https://shop.example/search", Host: "shop.example"}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		release, err := l.Acquire(ctx, req)
+		sl, err := Wait(ctx, l, req.Partition, req.Host, req.Upload)
 		if err != nil {
 			b.Fatal(err)
 		}
-		release()
+		Return(sl)
 	}
 }

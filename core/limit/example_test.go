@@ -16,15 +16,15 @@ func Example() {
 	search := limit.Request{Partition: "https://shop.example/search", Host: "shop.example"}
 
 	// A foreground miss holds a slot until the answer's body is buffered.
-	release, err := l.Acquire(context.Background(), search)
+	slot, err := limit.Wait(context.Background(), l, search.Partition, search.Host, search.Upload)
 	fmt.Println("miss:", err)
 
 	// A background refresh of the same path never waits: /search is at its cap.
-	_, err = l.TryAcquire(search)
+	_, err = limit.TryTake(l, search.Partition, search.Host, search.Upload)
 	fmt.Println("refresh:", limit.Detail(err))
 
-	release()
-	release() // idempotent: a recover path may release again
+	limit.Return(slot)
+	limit.Return(slot) // once: a recover path may give it back again
 	fmt.Println("in flight:", l.Stats().Fetch.InFlight)
 	// Output:
 	// miss: <nil>

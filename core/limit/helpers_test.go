@@ -86,46 +86,46 @@ func (tm *fakeTimer) isStopped() bool {
 	return tm.stopped
 }
 
-// result is what Acquire returned on another goroutine.
+// result is what acquire returned on another goroutine.
 type result struct {
 	release func()
 	err     error
 }
 
-// queue starts an Acquire that must wait, and returns once it has queued.
+// queue starts an acquire that must wait, and returns once it has queued.
 func queue(t *testing.T, l *Limiter, ft *fakeTimers, ctx context.Context, req Request) (<-chan result, *fakeTimer) {
 	t.Helper()
 	ch := make(chan result, 1)
 	go func() {
-		release, err := l.Acquire(ctx, req)
+		release, err := acquire(l, ctx, req)
 		ch <- result{release: release, err: err}
 	}()
 	return ch, ft.next(t)
 }
 
-// await returns the result of a queued Acquire.
+// await returns the result of a queued acquire.
 func await(t *testing.T, ch <-chan result) result {
 	t.Helper()
 	select {
 	case r := <-ch:
 		return r
 	case <-time.After(5 * time.Second):
-		t.Fatal("hangs: queued Acquire never returned")
+		t.Fatal("hangs: queued acquire never returned")
 	}
 	return result{}
 }
 
-// granted awaits a queued Acquire and fails unless it got a slot.
+// granted awaits a queued acquire and fails unless it got a slot.
 func granted(t *testing.T, ch <-chan result) func() {
 	t.Helper()
 	r := await(t, ch)
 	if r.err != nil {
-		t.Fatalf("queued Acquire: got error %v, want a slot", r.err)
+		t.Fatalf("queued acquire: got error %v, want a slot", r.err)
 	}
 	return r.release
 }
 
-// waiting fails the test if a queued Acquire has returned.
+// waiting fails the test if a queued acquire has returned.
 func waiting(t *testing.T, name string, ch <-chan result) {
 	t.Helper()
 	select {
@@ -133,6 +133,25 @@ func waiting(t *testing.T, name string, ch <-chan result) {
 		t.Fatalf("%s returned (err %v), want it still queued", name, r.err)
 	default:
 	}
+}
+
+// acquire is Wait for req with the slot given back by the returned function, which does
+// nothing on error and may be called twice, as the tests hold slots.
+func acquire(l *Limiter, ctx context.Context, req Request) (func(), error) {
+	sl, err := Wait(ctx, l, req.Partition, req.Host, req.Upload)
+	if err != nil {
+		return func() {}, err
+	}
+	return func() { Return(sl) }, nil
+}
+
+// tryAcquire is TryTake for req, as acquire is Wait.
+func tryAcquire(l *Limiter, req Request) (func(), error) {
+	sl, err := TryTake(l, req.Partition, req.Host, req.Upload)
+	if err != nil {
+		return func() {}, err
+	}
+	return func() { Return(sl) }, nil
 }
 
 // mustNew builds a Limiter or fails the test.
@@ -148,9 +167,9 @@ func mustNew(t *testing.T, s Settings) *Limiter {
 // hold acquires a slot that must be free at once.
 func hold(t *testing.T, l *Limiter, req Request) func() {
 	t.Helper()
-	release, err := l.Acquire(context.Background(), req)
+	release, err := acquire(l, context.Background(), req)
 	if err != nil {
-		t.Fatalf("Acquire %+v: got error %v, want a free slot", req, err)
+		t.Fatalf("acquire %+v: got error %v, want a free slot", req, err)
 	}
 	return release
 }

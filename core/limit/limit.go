@@ -112,44 +112,26 @@ func (l *Limiter) apply(s Settings) {
 	})
 }
 
-// Acquire returns once req holds a slot, and the function that gives it back; call it when
-// the answer's body is buffered or the fetch failed (FR-LIM-1). Release is idempotent, so the
-// engine may call it both on the normal path and in a recover path: only the first call
-// returns the slot.
-//
-// With no slot free, Acquire waits in req's pool queue until a slot is granted, MaxQueueWait
-// passes (ErrQueueWait) or ctx ends (ErrContextDone, and the waiter leaves the queue at once).
-// A full queue or partition share sheds req at once (ErrQueueFull, ErrPartitionQueueFull).
-// A free slot is granted even if ctx has already ended; the fetch itself will see that. On
-// error the returned release is a no-op, never nil.
-func (l *Limiter) Acquire(ctx context.Context, req Request) (release func(), err error) {
-	sl, err := Wait(ctx, l, req.Partition, req.Host, req.Upload)
-	if err != nil {
-		return noRelease, err
-	}
-	return releaser(sl.p, &sl.s), nil
-}
-
-// TryAcquire is Acquire for background work (refreshes, warming): it never waits, and fails
-// with ErrNoBackgroundSlot unless a slot is free for req's partition and host and taking it
-// leaves at least a quarter of the pool free for foreground fetches (FR-LIM-4): 48 of the
-// default 64 slots, 3 of 4, 1 of 2, none of a single slot.
-func (l *Limiter) TryAcquire(req Request) (release func(), err error) {
+// TryTake is Wait for background work (refreshes, warming): it never waits, and fails with
+// ErrNoBackgroundSlot unless a slot is free for the partition and host and taking it leaves
+// at least a quarter of the pool free for foreground fetches (FR-LIM-4): 48 of the default
+// 64 slots, 3 of 4, 1 of 2, none of a single slot.
+func TryTake(l *Limiter, partition, host string, upload bool) (*Slot, error) {
 	p := l.fetch
-	if req.Upload {
+	if upload {
 		p = l.upload
 	}
 	p.mu.Lock()
 	// free is what remains after this fetch takes its slot; it must stay at least size/4.
 	free := p.caps.size - p.inFlight - 1
-	if free*reserveDivisor < p.caps.size || !eligibleLocked(p, req.Partition, req.Host) {
+	if free*reserveDivisor < p.caps.size || !eligibleLocked(p, partition, host) {
 		p.mu.Unlock()
-		return noRelease, ErrNoBackgroundSlot
+		return nil, ErrNoBackgroundSlot
 	}
-	s := &slot{partition: req.Partition, host: req.Host, state: stateHeld}
-	takeLocked(p, s)
+	sl := &Slot{p: p, s: slot{partition: partition, host: host, state: stateHeld}}
+	takeLocked(p, &sl.s)
 	p.mu.Unlock()
-	return releaser(p, s), nil
+	return sl, nil
 }
 
 // Stats is a snapshot of both pools.
@@ -211,11 +193,6 @@ func contextDone(ctx context.Context) error {
 	return fmt.Errorf("%w: %w", ErrContextDone, ctx.Err())
 }
 
-// noRelease is the release returned with an error, so that calling it is always safe. It is a
-// variable because Yaegi cannot return a top-level function as a func value ("reflect.Set:
-// value of type *interp.node is not assignable to type func()").
-var noRelease = func() {}
-
 // Slot is an origin slot taken by Take, given back by Return. It holds its slot by value:
 // one allocation per pass-through request rather than two.
 type Slot struct {
@@ -223,10 +200,15 @@ type Slot struct {
 	s slot
 }
 
-// Take is Acquire's path for a slot free at once, as functions rather than methods and
+// The limiter hands out one style of slot: a *Slot, taken by Take (free at once), Wait (free
+// at once, or after queueing) or TryTake (background work), and given back by Return. They
+// are functions rather than methods, and the slot is no closure: in Yaegi each of those
+// costs microseconds, on every origin request.
+
+// Take is Wait's path for a slot free at once, as functions rather than methods and
 // without a closure: in Yaegi each of those costs microseconds, and pass-through requests
 // take a slot each. It returns nil when the request would have to queue; the caller then
-// calls Acquire, which queues it.
+// calls Wait, which queues it.
 //
 // Its body is eligibleLocked and takeLocked written out, with the host cap, off by default,
 // in functions of its own: in Yaegi a call allocates a slot for every value of the callee's
@@ -270,10 +252,14 @@ func takeHostLocked(p *pool, host string) bool {
 	return true
 }
 
-// Wait is Acquire returning a Slot to give back with Return instead of a release function:
-// the engine's pass-through requests use it, since in Yaegi a closure costs a wrapper to
-// build and a reflective call to run. It grants a free slot at once, or queues and waits,
-// with Acquire's errors; Acquire is Wait with the release closure around it.
+// Wait returns once the request holds a slot, to give back with Return when the answer's body
+// is buffered or the fetch failed (FR-LIM-1).
+//
+// With no slot free, Wait queues in the pool's queue until a slot is granted, MaxQueueWait
+// passes (ErrQueueWait) or ctx ends (ErrContextDone, and the waiter leaves the queue at once).
+// A full queue or partition share sheds the request at once (ErrQueueFull,
+// ErrPartitionQueueFull). A free slot is granted even if ctx has already ended; the fetch
+// itself will see that.
 func Wait(ctx context.Context, l *Limiter, partition, host string, upload bool) (*Slot, error) {
 	p := l.fetch
 	if upload {
@@ -292,7 +278,9 @@ func Wait(ctx context.Context, l *Limiter, partition, host string, upload bool) 
 	return sl, nil
 }
 
-// Return gives a slot from Take or Wait back; a second Return of the same slot does nothing.
+// Return gives a slot from Take, Wait or TryTake back; a second Return of the same slot does
+// nothing, so a caller may both defer it against a panic and call it once the body is
+// buffered.
 func Return(s *Slot) {
 	giveBack(s.p, &s.s)
 }

@@ -14,7 +14,7 @@ var (
 	upload = Request{Partition: "https://shop.example/upload", Host: "shop.example", Upload: true}
 )
 
-func TestAcquireFreeSlot(t *testing.T) {
+func TestWaitFreeSlot(t *testing.T) {
 	ft := newFakeTimers()
 	l := mustNew(t, ft.settings(Settings{}))
 	release := hold(t, l, search)
@@ -47,11 +47,11 @@ func TestBackgroundReserve(t *testing.T) {
 			ft := newFakeTimers()
 			l := mustNew(t, ft.settings(Settings{MaxConcurrent: tt.size, MaxPerPartition: 64}))
 			for i := 0; i < tt.want; i++ {
-				if _, err := l.TryAcquire(search); err != nil {
+				if _, err := tryAcquire(l, search); err != nil {
 					t.Fatalf("background slot %d: got %v, want a slot", i+1, err)
 				}
 			}
-			if _, err := l.TryAcquire(search); !errors.Is(err, ErrNoBackgroundSlot) {
+			if _, err := tryAcquire(l, search); !errors.Is(err, ErrNoBackgroundSlot) {
 				t.Fatalf("background slot %d: got %v, want %v", tt.want+1, err, ErrNoBackgroundSlot)
 			}
 			// Background work never queues, and the reserve stays for the foreground.
@@ -68,10 +68,10 @@ func TestBackgroundReserve(t *testing.T) {
 func TestBackgroundRespectsPartitionCap(t *testing.T) {
 	l := mustNew(t, Settings{MaxPerPartition: 1})
 	hold(t, l, search)
-	if _, err := l.TryAcquire(search); !errors.Is(err, ErrNoBackgroundSlot) {
+	if _, err := tryAcquire(l, search); !errors.Is(err, ErrNoBackgroundSlot) {
 		t.Fatalf("/search at its cap: got %v, want %v", err, ErrNoBackgroundSlot)
 	}
-	release, err := l.TryAcquire(about)
+	release, err := tryAcquire(l, about)
 	if err != nil {
 		t.Fatalf("/about: got %v, want a slot", err)
 	}
@@ -117,9 +117,9 @@ func TestReleaseIsIdempotent(t *testing.T) {
 func TestReleaseOnPanicPath(t *testing.T) {
 	l := mustNew(t, Settings{MaxConcurrent: 1})
 	fetch := func(panics bool) (recovered interface{}) {
-		release, err := l.Acquire(context.Background(), search)
+		release, err := acquire(l, context.Background(), search)
 		if err != nil {
-			t.Fatalf("Acquire: %v", err)
+			t.Fatalf("acquire: %v", err)
 		}
 		defer func() {
 			recovered = recover()

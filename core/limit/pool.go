@@ -200,12 +200,6 @@ func expire(p *pool, s *slot) {
 	p.mu.Unlock()
 }
 
-// releaser returns the idempotent function that gives s back: the first call frees the slot
-// and grants it to the oldest eligible waiter, later calls do nothing.
-func releaser(p *pool, s *slot) func() {
-	return func() { giveBack(p, s) }
-}
-
 // giveBack returns s's slot to p, once.
 func giveBack(p *pool, s *slot) {
 	p.mu.Lock()

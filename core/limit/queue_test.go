@@ -75,7 +75,7 @@ func TestFloodOnOnePathIsShedWhileOthersFlow(t *testing.T) {
 	for i := 0; i < share; i++ {
 		queue(t, l, ft, ctx, search)
 	}
-	if _, err := l.Acquire(ctx, search); !errors.Is(err, ErrPartitionQueueFull) {
+	if _, err := acquire(l, ctx, search); !errors.Is(err, ErrPartitionQueueFull) {
 		t.Fatalf("flooded /search: got %v, want %v", err, ErrPartitionQueueFull)
 	}
 	// Other paths take every remaining slot.
@@ -142,7 +142,7 @@ func TestShedAtOnce(t *testing.T) {
 			for _, req := range tt.queued {
 				queue(t, l, ft, ctx, req)
 			}
-			release, err := l.Acquire(ctx, tt.req)
+			release, err := acquire(l, ctx, tt.req)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
@@ -159,7 +159,7 @@ func TestPartitionShareLeavesRoomForOthers(t *testing.T) {
 	ctx := context.Background()
 	hold(t, l, home)
 	queue(t, l, ft, ctx, search)
-	if _, err := l.Acquire(ctx, search); !errors.Is(err, ErrPartitionQueueFull) {
+	if _, err := acquire(l, ctx, search); !errors.Is(err, ErrPartitionQueueFull) {
 		t.Fatalf("second /search waiter: got %v, want %v", err, ErrPartitionQueueFull)
 	}
 	queue(t, l, ft, ctx, about)
@@ -233,7 +233,7 @@ func TestContextDoneBeforeQueueing(t *testing.T) {
 	hold(t, l, home)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := l.Acquire(ctx, search)
+	_, err := acquire(l, ctx, search)
 	if !errors.Is(err, ErrContextDone) {
 		t.Fatalf("got %v, want %v", err, ErrContextDone)
 	}
@@ -259,7 +259,7 @@ func TestRealTimer(t *testing.T) {
 			release := hold(t, l, home)
 			ch := make(chan result, 1)
 			go func() {
-				r, err := l.Acquire(context.Background(), search)
+				r, err := acquire(l, context.Background(), search)
 				ch <- result{release: r, err: err}
 			}()
 			if tt.release {
@@ -276,7 +276,7 @@ func TestRealTimer(t *testing.T) {
 			}
 			r := await(t, ch)
 			if !errors.Is(r.err, tt.want) {
-				t.Fatalf("queued Acquire: got %v, want %v", r.err, tt.want)
+				t.Fatalf("queued acquire: got %v, want %v", r.err, tt.want)
 			}
 			r.release()
 			if !tt.release {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Take grants only what Acquire would grant at once, and refuses (nil) whatever would queue.
+// Take grants only what Wait would grant at once, and refuses (nil) whatever would queue.
 func TestTake(t *testing.T) {
 	tests := []struct {
 		desc     string
@@ -70,7 +70,7 @@ func TestTakeYieldsToWaiters(t *testing.T) {
 	wantFetch(t, l, 0, 0)
 }
 
-// Wait grants a free slot at once, queues otherwise, and sheds as Acquire does.
+// Wait grants a free slot at once, queues otherwise, and sheds when the queue is full.
 func TestWait(t *testing.T) {
 	ft := newFakeTimers()
 	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1, MaxQueue: 1}))

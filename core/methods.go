@@ -7,12 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 )
-
-// itoa formats an int64 for header values.
-func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
 // serveOther passes requests of other methods to the origin. A non-error answer to an
 // unsafe method invalidates the URI and the same-origin Location and Content-Location
@@ -22,19 +18,13 @@ func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
 		h.purge(w, r)
 		return
 	}
-	b, permit := h.admit(r, h.s.Now())
-	if !permit.Allowed {
-		h.refuse(w, r, nil, statusMethod, permit.RetryAfter)
+	t, refused := enter(h, r.Context(), partition(r), r.Host, hasBody(r), wayRecord)
+	if t == nil {
+		h.refused(w, r, nil, statusMethod, refused)
 		return
 	}
-	release, err := h.e.limiter.Acquire(r.Context(), limitRequest(r))
-	if err != nil {
-		b.Release(permit, h.s.Now())
-		h.shed(w, r, statusMethod, err)
-		return
-	}
-	// A deferred release: a panic in the next handler must not keep the slot (FR-LIM-1).
-	defer release()
+	// Deferred: a panic in the next handler must not keep the slot (FR-LIM-1).
+	defer leave(h, t, r.Context(), 0)
 	w.Header()["Cache-Status"] = []string{statusMethod}
 	sw := &statusWriter{w: w, h: h, r: r, unsafe: unsafeMethod(r.Method)}
 	h.next.ServeHTTP(sw, r)
@@ -42,7 +32,7 @@ func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
 		// A handler that returns without writing has answered 200 (net/http's rule).
 		sw.WriteHeader(http.StatusOK)
 	}
-	h.outcome(b, permit, r.Context(), sw.status)
+	leave(h, t, r.Context(), sw.status)
 }
 
 // unsafeMethod tells whether a method may change what the URI names: every method but the

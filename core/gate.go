@@ -1,0 +1,209 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/core/store"
+)
+
+// The origin gate is the one way from Weir to the origin (ARCHITECTURE.md, "The origin
+// gate"): the breaker of the request's upstream first (FR-CB-5), then an origin slot from
+// the right pool (FR-LIM-1, FR-LIM-7), then the caller's trip to the next handler, then
+// leave, which gives the slot back and tells the breaker the answer's status. Every caller
+// goes through it: the cache's fetches, background refreshes and probes, pass-through and
+// hit-for-pass, unsafe methods. A refusal is a value, and refused turns it into the answer:
+// stale where allowed, otherwise 503 with Retry-After and the reason in Cache-Status.
+
+// How a caller goes through the gate, as bits of enter's way.
+const (
+	// wayRecord: the caller reports the answer's status to leave, which records it with the
+	// breaker (FR-CB-1, FR-CB-2). A caller that does not is recorded only when it carries
+	// the half-open breaker's probe, and then must report its status too: a breaker that
+	// sees only pass-through traffic would never close otherwise.
+	wayRecord = 1 << iota
+	// wayBackground: a refresh behind a client's back. It never waits for a slot and never
+	// takes the foreground's reserve (FR-LIM-4).
+	wayBackground
+)
+
+// ticket is a caller's passage through the gate: the breaker permit and the origin slot it
+// holds until leave.
+type ticket struct {
+	b      *breaker.Breaker
+	permit breaker.Permit
+	slot   *limit.Slot
+	// record says that leave records the status with the breaker.
+	record bool
+	left   bool
+}
+
+// refusal is why the gate, or the miss-rate detector before it, kept a request from the
+// origin; the zero value is none.
+type refusal struct {
+	// open is the time left until the upstream's breaker lets a request through (FR-CB-5).
+	open time.Duration
+	// throttled is how long the miss-rate detector holds the partition's fetches back.
+	throttled time.Duration
+	// shed is the limiter's reason (FR-LIM-5).
+	shed error
+}
+
+// refusedAny tells a refusal from none.
+func refusedAny(f refusal) bool {
+	return f.open > 0 || f.throttled > 0 || f.shed != nil
+}
+
+// enter asks the gate to let a request for host, in partition part, through to the origin:
+// the breaker, then a slot (the upload pool when the request has a body). A closed breaker of
+// scope engine, for a caller that records nothing, is one atomic load and no permit: only a
+// probe's outcome would be recorded, and a closed breaker hands out none.
+func enter(h *Handler, ctx context.Context, part, host string, upload bool, way int) (*ticket, refusal) {
+	t := &ticket{record: way&wayRecord != 0}
+	b := h.e.breaker
+	if t.record || b == nil || !breaker.Closed(b) {
+		now := h.s.Now()
+		b = breakerOf(h.e, host, now)
+		if h.mem == nil {
+			h.observeShared(b.Key(), now)
+		}
+		t.b = b
+		t.permit = b.Allow(now)
+		if !t.permit.Allowed {
+			return nil, refusal{open: t.permit.RetryAfter}
+		}
+		if t.permit.Probe {
+			t.record = true
+		}
+	}
+	var err error
+	if way&wayBackground != 0 {
+		t.slot, err = limit.TryTake(h.e.limiter, part, host, upload)
+	} else if t.slot = limit.Take(h.e.limiter, part, host, upload); t.slot == nil {
+		t.slot, err = limit.Wait(ctx, h.e.limiter, part, host, upload)
+	}
+	if err != nil {
+		if t.permit.Probe {
+			t.b.Release(t.permit, h.s.Now())
+		}
+		return nil, refusal{shed: err}
+	}
+	return t, refusal{}
+}
+
+// leave ends t's passage: the slot goes back, and when t records, status goes to the breaker;
+// a status of 0 (the trip panicked, or ended without an answer) gives the permit back
+// unrecorded. Only the first leave counts, so a caller defers leave(..., 0) against a panic
+// in the next handler and leaves with the status once it has it.
+func leave(h *Handler, t *ticket, ctx context.Context, status int) {
+	if t.left {
+		return
+	}
+	t.left = true
+	limit.Return(t.slot)
+	if !t.record {
+		return
+	}
+	now := h.s.Now()
+	if status == 0 || ctx.Err() == context.Canceled {
+		// A client that hung up is neither a success nor a failure of the origin.
+		t.b.Release(t.permit, now)
+		return
+	}
+	// A 502, 503 or 504 (Traefik's answers for connection errors and timeouts) is a failure,
+	// a 500 only with breaker.countStatus500, anything else the origin answering (FR-CB-1,
+	// FR-CB-2).
+	failed := status == 502 || status == 503 || status == 504 || (status == 500 && h.s.BreakerCountStatus500)
+	t.b.Record(t.permit, failed, now)
+}
+
+// breakerOf is the breaker of host's upstream in e: its one breaker with scope engine, else
+// the group's for the scope key of host. The gate, the miss-rate detector's check and the
+// operator's controls all find it here.
+func breakerOf(e *engine, host string, now time.Time) *breaker.Breaker {
+	if b := e.breaker; b != nil {
+		return b
+	}
+	return e.breakers.Get(breaker.ScopeKey(e.breakerScope, host), now)
+}
+
+// breakerOpen tells whether host's upstream's breaker holds fetches back now: open, or half
+// open with its probe out.
+func (h *Handler) breakerOpen(host string, now time.Time) bool {
+	return breakerOf(h.e, host, now).State(now) != breaker.StateClosed
+}
+
+// refused answers a request that was kept from the origin. A client that left while queued
+// gets nothing. Otherwise the stale answer where allowed: for an open breaker or a throttled
+// partition while stale-if-error or stale-while-revalidate allow it, for a shed request while
+// stale-if-error does (RFC 5861); else 503 with the reason in Cache-Status and when to come
+// back in Retry-After: the breaker's time left, the detector's window, or the queue wait.
+func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, f refusal) {
+	now := h.s.Now()
+	switch {
+	case f.open > 0:
+		h.heldBack(w, r, stale, cacheStatus, "circuit-open", f.open)
+	case f.throttled > 0:
+		h.heldBack(w, r, stale, cacheStatus, "miss-rate", f.throttled)
+	case errors.Is(f.shed, limit.ErrContextDone):
+	case stale != nil && now.Before(stale.StaleIfErrorUntil):
+		h.serveEntry(w, r, stale, now, staleStatus(stale, now, limit.Detail(f.shed)))
+	default:
+		unavailable(w, cacheStatus, limit.Detail(f.shed), h.retryAfter)
+	}
+}
+
+// heldBack answers a request that a protection keeps from the origin for a while: the stale
+// answer while stale-if-error or stale-while-revalidate allow it, otherwise 503.
+func (h *Handler) heldBack(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus, detail string, retryAfter time.Duration) {
+	now := h.s.Now()
+	if servableStale(stale, now) {
+		h.serveEntry(w, r, stale, now, staleStatus(stale, now, detail))
+		return
+	}
+	unavailable(w, cacheStatus, detail, []string{strconv.FormatInt(ceilSeconds(retryAfter), 10)})
+}
+
+// servableStale tells whether a stale entry may still be served in place of the origin's
+// answer (RFC 5861 sections 3 and 4).
+func servableStale(stale *store.Entry, now time.Time) bool {
+	return stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil))
+}
+
+// unavailable writes the 503 of a request Weir does not send to the origin, with the reason
+// in Cache-Status and when to come back in Retry-After.
+func unavailable(w http.ResponseWriter, cacheStatus, detail string, retryAfter []string) {
+	hdr := w.Header()
+	hdr["Retry-After"] = retryAfter
+	hdr["Cache-Status"] = []string{withDetail(cacheStatus, detail)}
+	http.Error(w, "origin unavailable, retry later", http.StatusServiceUnavailable)
+}
+
+// retryAfterSeconds is the Retry-After sent with shed answers: the queue wait, at least 1s.
+func retryAfterSeconds(queueWait time.Duration) string {
+	if queueWait <= 0 {
+		queueWait = limit.DefaultMaxQueueWait
+	}
+	return strconv.FormatInt(ceilSeconds(queueWait), 10)
+}
+
+// ceilSeconds rounds d up to whole seconds for Retry-After (RFC 9110 section 10.2.3): at
+// least 1, since 0 would ask for an immediate retry.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 1
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// hasBody tells a request with a body by its length: -1 is a chunked one, and a server
+// gives a request without one a length of zero. Such a request draws from the upload pool
+// (FR-LIM-7).
+func hasBody(r *http.Request) bool {
+	return r.ContentLength != 0
+}

@@ -1,0 +1,41 @@
+package core
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/weirproxy/weir/core/neg"
+)
+
+// serveNegative answers from a negative entry: the remembered status, no body, no origin
+// contact (FR-NEG-1, FR-NEG-2), and Retry-After, which every 503 (and 502, 504) Weir makes
+// carries: the time left until the later of the entry's end and the end of the origin's own
+// Retry-After, so a client that obeys it neither comes back to the same negative answer nor
+// before the origin asked.
+func (h *Handler) serveNegative(w http.ResponseWriter, ne neg.Entry, now time.Time) {
+	hdr := w.Header()
+	left := ne.Until.Sub(now)
+	if origin := ne.At.Add(ne.RetryAfter).Sub(now); origin > left {
+		left = origin
+	}
+	hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(left), 10)}
+	hdr["Content-Length"] = []string{"0"}
+	hdr["Cache-Status"] = []string{statusHit + strconv.FormatInt(ceilSeconds(ne.Until.Sub(now)), 10) + paramDetail + "negative"}
+	w.WriteHeader(ne.Status)
+}
+
+// rememberFailure records a negative entry for key after a fetch failed on origin health with
+// nothing stored; neg refuses 500s, 4xx and requests with credentials (FR-NEG-4).
+func (h *Handler) rememberFailure(key string, req *http.Request, status int, header http.Header, now time.Time) {
+	var retryAfter time.Duration
+	if v, ok := parseDeltaSeconds(header.Get("Retry-After")); ok {
+		retryAfter = time.Duration(v) * time.Second
+	}
+	h.e.neg.Record(key, neg.Failure{Status: status, RetryAfter: retryAfter, Credentialed: hasCredentials(req)}, now)
+}
+
+// hasCredentials tells whether a request carries what identifies a client.
+func hasCredentials(r *http.Request) bool {
+	return len(r.Header["Authorization"]) > 0 || len(r.Header["Cookie"]) > 0
+}
