@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,13 +44,9 @@ func TestBreakerDeadlineSharedThroughTheStore(t *testing.T) {
 
 	// B's next origin fetch reads the shared deadline in the background.
 	do(t, b, http.MethodGet, "http://example.com/ok/1")
-	deadline := time.Now().Add(testWait)
-	for b.e.breaker.State(clock.Now()) != breaker.StateOpen {
-		if time.Now().After(deadline) {
-			t.Fatal("instance B never adopted A's open deadline: hangs")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "instance B to adopt A's open deadline", func() bool {
+		return b.e.breaker.State(clock.Now()) == breaker.StateOpen
+	})
 	w := do(t, b, http.MethodGet, "http://example.com/ok/2")
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Errorf("B with the shared breaker open: %d, Retry-After %q; want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
@@ -66,17 +61,6 @@ func TestBreakerDeadlineSharedThroughTheStore(t *testing.T) {
 	}
 }
 
-func waitStored(t *testing.T, m *store.Memory, key string) {
-	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for store.Lookup(m, key) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("%q never stored: hangs", key)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // A shared deadline a year ahead (a clock ahead on the instance that wrote it, a corrupt
 // value) opens the breaker for breaker.maxOpenFor from now at most, with one log line naming
 // the middleware, the breaker, the deadline read and the one adopted; read again while the
@@ -85,23 +69,12 @@ func TestBreakerSharedDeadlineCappedAtMaxOpenFor(t *testing.T) {
 	const maxOpenFor = 30 * time.Second
 	clock := newFakeClock()
 	shared := store.NewMemory(store.MemorySettings{})
-	var logMu sync.Mutex
-	var logged []string
-	logf := func(msg string) {
-		logMu.Lock()
-		logged = append(logged, msg)
-		logMu.Unlock()
-	}
-	logLines := func() []string {
-		logMu.Lock()
-		defer logMu.Unlock()
-		return append([]string(nil), logged...)
-	}
+	logs := &testLog{}
 	healthy := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write([]byte("ok"))
 	})
-	h := newTestHandler(t, Settings{Now: clock.Now, Store: shared, StoreID: "shared", Log: logf,
+	h := newTestHandler(t, Settings{Now: clock.Now, Store: shared, StoreID: "shared", Log: func(msg string) { logs.add(msg) },
 		Breaker: breaker.Settings{MaxOpenFor: maxOpenFor}}, healthy)
 	bs := h.e.breakerSync
 	yearAhead := clock.Now().Add(365 * 24 * time.Hour)
@@ -115,7 +88,7 @@ func TestBreakerSharedDeadlineCappedAtMaxOpenFor(t *testing.T) {
 	waitReadDone(t, bs)
 	want := fmt.Sprintf("middleware %s: breaker %q: shared open deadline %s is beyond breaker.maxOpenFor; open until %s",
 		bs.name, h.e.breaker.Key(), yearAhead.UTC().Format(time.RFC3339), t0.Add(maxOpenFor).UTC().Format(time.RFC3339))
-	if got := logLines(); len(got) != 1 || got[0] != want {
+	if got := logs.all(); len(got) != 1 || got[0] != want {
 		t.Errorf("log lines = %q, want [%q]", got, want)
 	}
 	if until := h.e.breaker.Status(t0).OpenUntil; until.After(t0.Add(maxOpenFor)) || until.Before(t0) {
@@ -131,7 +104,7 @@ func TestBreakerSharedDeadlineCappedAtMaxOpenFor(t *testing.T) {
 	if until := h.e.breaker.Status(clock.Now()).OpenUntil; !until.Equal(t0.Add(maxOpenFor)) {
 		t.Errorf("after another read: open until now+%v, want the first cap, now+%v", until.Sub(t0), maxOpenFor)
 	}
-	if got := logLines(); len(got) != 1 {
+	if got := logs.all(); len(got) != 1 {
 		t.Errorf("log lines after a read of the same deadline = %q, want the first one only", got)
 	}
 	if got := h.e.breaker.State(t0.Add(maxOpenFor)); got != breaker.StateHalfOpen {
@@ -142,11 +115,5 @@ func TestBreakerSharedDeadlineCappedAtMaxOpenFor(t *testing.T) {
 // waitReadDone waits for a background read of a shared deadline to end.
 func waitReadDone(t *testing.T, bs *breakerSync) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for atomic.LoadInt32(&bs.reading) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the read of the shared deadline never ended: hangs")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the read of the shared deadline to end", func() bool { return atomic.LoadInt32(&bs.reading) == 0 })
 }

@@ -7,17 +7,6 @@ import (
 	"time"
 )
 
-// staticOrigin answers every request with the same status, header fields and body.
-func staticOrigin(t *testing.T, status int, header []string, body string) *scriptOrigin {
-	return newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Add(header[i], header[i+1])
-		}
-		w.WriteHeader(status)
-		w.Write([]byte(body))
-	})
-}
-
 func TestStorability(t *testing.T) {
 	clock := newFakeClock()
 	httpDate := func(d time.Duration) string { return clock.Now().Add(d).Format(http.TimeFormat) }

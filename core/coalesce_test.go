@@ -303,13 +303,7 @@ func TestCoalesceOriginPanic(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			var logMu sync.Mutex
-			var logged []string
-			logf := func(msg string) {
-				logMu.Lock()
-				logged = append(logged, msg)
-				logMu.Unlock()
-			}
+			logs := &testLog{}
 			panicCall := 1
 			if tc.stored {
 				panicCall = 2
@@ -321,7 +315,7 @@ func TestCoalesceOriginPanic(t *testing.T) {
 				w.Header().Set("Cache-Control", "max-age=10, stale-if-error=600")
 				w.Write([]byte("good " + strconv.Itoa(n)))
 			})
-			h := newTestHandler(t, Settings{Now: clock.Now, Log: logf}, o)
+			h := newTestHandler(t, Settings{Now: clock.Now, Log: func(msg string) { logs.add(msg) }}, o)
 			const url = "http://example.com/panic"
 			if tc.stored {
 				do(t, h, http.MethodGet, url)
@@ -348,11 +342,9 @@ func TestCoalesceOriginPanic(t *testing.T) {
 			if got := h.e.flights.InFlight(); got != 0 {
 				t.Errorf("flights after the panic = %d, want 0", got)
 			}
-			logMu.Lock()
-			if len(logged) != 1 || !strings.Contains(logged[0], "panicked") || !strings.Contains(logged[0], "origin bug") {
+			if logged := logs.all(); len(logged) != 1 || !strings.Contains(logged[0], "panicked") || !strings.Contains(logged[0], "origin bug") {
 				t.Errorf("log = %q, want one line about the panic", logged)
 			}
-			logMu.Unlock()
 			// The flight was released: the next request leads a new fetch.
 			w = do(t, h, http.MethodGet, url)
 			if w.Code != 200 || !strings.HasPrefix(w.Body.String(), "good") {

@@ -3,22 +3,121 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/core/store"
 )
+
+// The package's one test harness: the clock, the engine, requests, the scripted origin, and
+// every wait, which fails with "hangs" past testWait. Tests build on it rather than keep
+// their own copies.
 
 var errTestNoFlight = errors.New("no flight under way")
 
 // testWait bounds every wait in the tests: past it a test fails with "hangs".
 const testWait = 5 * time.Second
 
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	// mu guards t.
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var testNames int64
+
+// uniqueEngineName returns a middleware name no other test or benchmark run uses: engines
+// live in a process-wide registry, and a benchmark function runs several times.
+func uniqueEngineName(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("%s-%d", t.Name(), atomic.AddInt64(&testNames, 1))
+}
+
+func mustNew(t testing.TB, name string, s Settings, origin http.Handler) *Handler {
+	t.Helper()
+	h, err := New(name, s, origin)
+	if err != nil {
+		t.Fatalf("New(%q): %v", name, err)
+	}
+	return h
+}
+
+// newTestHandler builds a handler under a name no other test uses.
+func newTestHandler(t *testing.T, s Settings, origin http.Handler) *Handler {
+	t.Helper()
+	return mustNew(t, uniqueEngineName(t), s, origin)
+}
+
+// discardLog drops the engine's log lines.
+var discardLog = func(msg string) {}
+
+// testLog collects what the engine logs: Settings{Log: func(msg string) { logs.add(msg) }}.
+type testLog struct {
+	// mu guards lines.
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *testLog) add(msg string) {
+	l.mu.Lock()
+	l.lines = append(l.lines, msg)
+	l.mu.Unlock()
+}
+
+// all returns every line logged so far.
+func (l *testLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// with returns the lines that contain s.
+func (l *testLog) with(s string) []string {
+	var out []string
+	for _, line := range l.all() {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 // newRequest builds a request with header given as name, value pairs.
 func newRequest(method, url string, header ...string) *http.Request {
-	r := httptest.NewRequest(method, url, nil)
+	return newBodyRequest(method, url, "", header...)
+}
+
+// newBodyRequest is newRequest with a body, sent with its length; "" sends none.
+func newBodyRequest(method, url, body string, header ...string) *http.Request {
+	var r *http.Request
+	if body == "" {
+		r = httptest.NewRequest(method, url, nil)
+	} else {
+		r = httptest.NewRequest(method, url, strings.NewReader(body))
+	}
 	// As a server receives it: origin form, which the hit path keys on.
 	r.RequestURI = r.URL.RequestURI()
 	for i := 0; i+1 < len(header); i += 2 {
@@ -75,6 +174,25 @@ func wantAnswer(t *testing.T, w *httptest.ResponseRecorder, status int, cacheSta
 	if got := w.Body.String(); got != body {
 		t.Errorf("body = %q, want %q", got, body)
 	}
+}
+
+// wantCode checks an answer's status, saying what was asked.
+func wantCode(t *testing.T, what string, w *httptest.ResponseRecorder, code int) {
+	t.Helper()
+	if w.Code != code {
+		t.Errorf("%s: status %d, want %d (Cache-Status %q, body %q)", what, w.Code, code, w.Header().Get("Cache-Status"), w.Body.String())
+	}
+}
+
+// staticOrigin answers every request with the same status, header fields and body.
+func staticOrigin(t *testing.T, status int, header []string, body string) *scriptOrigin {
+	return newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Add(header[i], header[i+1])
+		}
+		w.WriteHeader(status)
+		w.Write([]byte(body))
+	})
 }
 
 // scriptOrigin is an origin whose answers a test scripts by call number (from 1). Calls
@@ -166,6 +284,25 @@ func (o *scriptOrigin) callCount() int {
 	return n
 }
 
+// count is how many calls were for target: a path alone counts the calls for it whatever
+// their query, a path with a query only the calls with that query.
+func (o *scriptOrigin) count(target string) int {
+	withQuery := strings.IndexByte(target, '?') >= 0
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, r := range o.requests {
+		got := r.URL.Path
+		if withQuery {
+			got = r.URL.RequestURI()
+		}
+		if got == target {
+			n++
+		}
+	}
+	return n
+}
+
 // request returns the request of call n (from 1).
 func (o *scriptOrigin) request(t *testing.T, n int) *http.Request {
 	t.Helper()
@@ -210,6 +347,13 @@ func serveAsync(h http.Handler, r *http.Request) *pendingAnswer {
 	return p
 }
 
+// serveRequest serves r as do does, failing with "hangs" if it is not answered within
+// testWait.
+func serveRequest(t *testing.T, h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
+	return awaitAnswer(t, serveAsync(h, r))
+}
+
 // awaitAnswer waits for an answer that serveAsync started.
 func awaitAnswer(t *testing.T, p *pendingAnswer) *httptest.ResponseRecorder {
 	t.Helper()
@@ -223,6 +367,20 @@ func awaitAnswer(t *testing.T, p *pendingAnswer) *httptest.ResponseRecorder {
 	return nil
 }
 
+// waitFor polls cond every millisecond until it holds, failing with "hangs" and what it
+// waited for after testWait. It is the one polling loop of the tests: it waits for what no
+// channel tells of, such as work a request leaves running in the background.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("hangs: waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // waitFollowers waits until the flight under way for key has n followers. It joins the
 // flight itself to find it, which counts one more follower that never waits.
 func waitFollowers(t *testing.T, h *Handler, key string, n int) {
@@ -233,25 +391,22 @@ func waitFollowers(t *testing.T, h *Handler, key string, n int) {
 		h.e.flights.RunHere(key, c, func() (interface{}, error) { return nil, errTestNoFlight })
 		t.Fatalf("no flight under way for %s", key)
 	}
-	deadline := time.Now().Add(testWait)
-	for h.e.flights.Followers(c) < n+1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("flight for %s has %d followers, want %d: hangs", key, h.e.flights.Followers(c)-1, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, fmt.Sprintf("%d followers of the flight for %s", n, key), func() bool {
+		return h.e.flights.Followers(c) >= n+1
+	})
 }
 
 // waitIdle waits until no flight is under way, such as a background refresh.
 func waitIdle(t *testing.T, h *Handler) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for h.e.flights.InFlight() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("flights never ended: hangs")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the flights to end", func() bool { return h.e.flights.InFlight() == 0 })
+}
+
+// waitStored waits until m holds an entry for key, such as a shared breaker deadline
+// written in the background.
+func waitStored(t *testing.T, m *store.Memory, key string) {
+	t.Helper()
+	waitFor(t, key+" to be stored", func() bool { return store.Lookup(m, key) != nil })
 }
 
 // cancellableRequest returns r with a context the test cancels.

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,29 +16,14 @@ import (
 // negative cache (FR-NEG-1..4) and the miss-rate detector (FR-MR-1, FR-MR-2). Every test runs
 // on a fake clock, with the breaker's jitter pinned to its middle, so open periods are exact.
 
-// protectOrigin answers by the first segment of the path and counts its calls:
+// protectAnswer answers by the first segment of the path:
 //
 //	/ok/...    200, no-store (marked hit-for-pass)
 //	/s/NNN/... status NNN, no freshness; a 503 carries Retry-After: 7
 //	/c/...     200, max-age=1, stale-if-error=60
 //	/c1/...    200, max-age=1, with an ETag
 //	otherwise  200, max-age=60
-type protectOrigin struct {
-	// mu guards calls.
-	mu    sync.Mutex
-	calls map[string]int
-	total int
-}
-
-func newProtectOrigin() *protectOrigin {
-	return &protectOrigin{calls: make(map[string]int)}
-}
-
-func (o *protectOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	o.mu.Lock()
-	o.calls[r.URL.Path]++
-	o.total++
-	o.mu.Unlock()
+func protectAnswer(n int, w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(r.URL.Path, "/")
 	kind := ""
 	if len(parts) > 1 {
@@ -76,45 +60,9 @@ func (o *protectOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// count is how many calls reached the origin for path; "" counts them all.
-func (o *protectOrigin) count(path string) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if path == "" {
-		return o.total
-	}
-	return o.calls[path]
-}
-
-// protectLogs collects what the engine logs.
-type protectLogs struct {
-	// mu guards lines.
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *protectLogs) add(msg string) {
-	l.mu.Lock()
-	l.lines = append(l.lines, msg)
-	l.mu.Unlock()
-}
-
-// with returns the lines that contain s.
-func (l *protectLogs) with(s string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range l.lines {
-		if strings.Contains(line, s) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 // protectSettings are default settings on clock, with the breaker's jitter at its middle
 // (open periods exactly OpenFor, then doubled) and logs collected in logs.
-func protectSettings(clock *fakeClock, logs *protectLogs) Settings {
+func protectSettings(clock *fakeClock, logs *testLog) Settings {
 	return Settings{
 		Now:     clock.Now,
 		Breaker: breaker.Settings{Rand: func() float64 { return 0.5 }},
@@ -162,25 +110,25 @@ func TestBreakerOpensAtFloor(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			logs := &protectLogs{}
+			logs := &testLog{}
 			s := protectSettings(clock, logs)
 			s.BreakerCountStatus500 = tc.count500
-			o := newProtectOrigin()
+			o := newScriptOrigin(t, protectAnswer)
 			h := newTestHandler(t, s, o)
 			for i, status := range tc.fetches {
 				w := do(t, h, http.MethodGet, protectURL(status, i))
 				if w.Code != status {
 					t.Fatalf("fetch %d: status = %d, want the origin's %d", i+1, w.Code, status)
 				}
-				if got := o.count(""); got != i+1 {
+				if got := o.callCount(); got != i+1 {
 					t.Fatalf("fetch %d: origin calls = %d, want %d: the breaker opened too early", i+1, got, i+1)
 				}
 			}
-			before := o.count("")
+			before := o.callCount()
 			w := do(t, h, http.MethodGet, "http://example.com/ok/next")
 			if !tc.wantOpen {
 				wantAnswer(t, w, http.StatusOK, "Weir; fwd=uri-miss; detail=no-store", "ok")
-				if got := o.count(""); got != before+1 {
+				if got := o.callCount(); got != before+1 {
 					t.Errorf("origin calls = %d, want %d", got, before+1)
 				}
 				return
@@ -194,7 +142,7 @@ func TestBreakerOpensAtFloor(t *testing.T) {
 			if got, want := w.Header().Get("Retry-After"), "5"; got != want {
 				t.Errorf("Retry-After = %q, want %q (openFor)", got, want)
 			}
-			if got := o.count(""); got != before {
+			if got := o.callCount(); got != before {
 				t.Errorf("origin calls = %d, want %d: an open breaker let a fetch through", got, before)
 			}
 		})
@@ -202,14 +150,14 @@ func TestBreakerOpensAtFloor(t *testing.T) {
 }
 
 // tripBreaker opens the engine's breaker with 20 failed fetches at the clock's time.
-func tripBreaker(t *testing.T, h *Handler, o *protectOrigin) {
+func tripBreaker(t *testing.T, h *Handler, o *scriptOrigin) {
 	t.Helper()
 	for i := 0; i < breaker.DefaultMinRequests; i++ {
 		do(t, h, http.MethodGet, protectURL(503, 1000+i))
 	}
-	before := o.count("")
+	before := o.callCount()
 	w := do(t, h, http.MethodGet, "http://example.com/ok/trip-check")
-	if w.Code != http.StatusServiceUnavailable || o.count("") != before {
+	if w.Code != http.StatusServiceUnavailable || o.callCount() != before {
 		t.Fatalf("breaker did not open: status %d, Cache-Status %q", w.Code, w.Header().Get("Cache-Status"))
 	}
 }
@@ -220,15 +168,15 @@ func tripBreaker(t *testing.T, h *Handler, o *protectOrigin) {
 // (FR-CB-5).
 func TestBreakerOpenRefusesOrServesStale(t *testing.T) {
 	clock := newFakeClock()
-	logs := &protectLogs{}
-	o := newProtectOrigin()
+	logs := &testLog{}
+	o := newScriptOrigin(t, protectAnswer)
 	h := newTestHandler(t, protectSettings(clock, logs), o)
 	do(t, h, http.MethodGet, "http://example.com/c/sie")
 	do(t, h, http.MethodGet, "http://example.com/c1/nosie")
 	do(t, h, http.MethodGet, "http://example.com/ok/pass")
 	tripBreaker(t, h, o)
 	clock.Add(2 * time.Second)
-	calls := o.count("")
+	calls := o.callCount()
 
 	tests := []struct {
 		desc       string
@@ -287,7 +235,7 @@ func TestBreakerOpenRefusesOrServesStale(t *testing.T) {
 		}
 	})
 
-	if got := o.count(""); got != calls {
+	if got := o.callCount(); got != calls {
 		t.Errorf("origin calls while open = %d, want none", got-calls)
 	}
 }
@@ -297,7 +245,7 @@ func TestBreakerOpenRefusesOrServesStale(t *testing.T) {
 // as long, a successful one closes it (FR-CB-3, FR-CB-4).
 func TestBreakerProbe(t *testing.T) {
 	clock := newFakeClock()
-	logs := &protectLogs{}
+	logs := &testLog{}
 	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n <= 21 {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -378,8 +326,8 @@ func TestNegativeCache(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			logs := &protectLogs{}
-			o := newProtectOrigin()
+			logs := &testLog{}
+			o := newScriptOrigin(t, protectAnswer)
 			h := newTestHandler(t, protectSettings(clock, logs), o)
 			url := "http://example.com" + tc.url
 
@@ -398,7 +346,7 @@ func TestNegativeCache(t *testing.T) {
 					if w.Header().Get("Cache-Status") == "" || strings.Contains(w.Header().Get("Cache-Status"), "negative") {
 						t.Errorf("request %d: Cache-Status = %q, want a forwarded answer", i+2, w.Header().Get("Cache-Status"))
 					}
-					if got := o.count(""); got != i+2 {
+					if got := o.callCount(); got != i+2 {
 						t.Errorf("request %d: origin calls = %d, want %d", i+2, got, i+2)
 					}
 					continue
@@ -410,7 +358,7 @@ func TestNegativeCache(t *testing.T) {
 				if got := w.Header().Get("Content-Length"); got != "0" {
 					t.Errorf("request %d: Content-Length = %q, want 0", i+2, got)
 				}
-				if got := o.count(""); got != 1 {
+				if got := o.callCount(); got != 1 {
 					t.Errorf("request %d: origin calls = %d, want 1", i+2, got)
 				}
 			}
@@ -422,7 +370,7 @@ func TestNegativeCache(t *testing.T) {
 			if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=uri-miss; detail=origin-error" {
 				t.Errorf("after the ttl: Cache-Status = %q, want the origin's answer", got)
 			}
-			if got := o.count(""); got != 2 {
+			if got := o.callCount(); got != 2 {
 				t.Errorf("after the ttl: origin calls = %d, want 2", got)
 			}
 		})
@@ -434,12 +382,12 @@ func TestNegativeCache(t *testing.T) {
 // check, a client probing a failing URL) is the same burst the entry exists to absorb.
 func TestNegativeCacheAnswersHead(t *testing.T) {
 	clock := newFakeClock()
-	logs := &protectLogs{}
-	o := newProtectOrigin()
+	logs := &testLog{}
+	o := newScriptOrigin(t, protectAnswer)
 	h := newTestHandler(t, protectSettings(clock, logs), o)
 	first := do(t, h, http.MethodGet, "http://example.com/s/503/h")
-	if first.Code != http.StatusServiceUnavailable || o.count("") != 1 {
-		t.Fatalf("GET: status %d, origin calls %d; want the origin's 503", first.Code, o.count(""))
+	if first.Code != http.StatusServiceUnavailable || o.callCount() != 1 {
+		t.Fatalf("GET: status %d, origin calls %d; want the origin's 503", first.Code, o.callCount())
 	}
 	for i := 0; i < 3; i++ {
 		w := do(t, h, http.MethodHead, "http://example.com/s/503/h")
@@ -447,7 +395,7 @@ func TestNegativeCacheAnswersHead(t *testing.T) {
 			t.Errorf("HEAD %d: status %d, Cache-Status %q; want 503 from the negative entry", i+1, w.Code, w.Header().Get("Cache-Status"))
 		}
 	}
-	if got := o.count(""); got != 1 {
+	if got := o.callCount(); got != 1 {
 		t.Errorf("origin calls = %d, want 1: HEAD went past the negative entry", got)
 	}
 }
@@ -456,7 +404,7 @@ func TestNegativeCacheAnswersHead(t *testing.T) {
 // negative entry: each request tries the origin again (or serves stale if allowed).
 func TestNegativeCacheNotOverStale(t *testing.T) {
 	clock := newFakeClock()
-	logs := &protectLogs{}
+	logs := &testLog{}
 	var down int32
 	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if atomic.LoadInt32(&down) != 0 {
@@ -503,7 +451,7 @@ func TestBreakerLearnsFrom(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			logs := &protectLogs{}
+			logs := &testLog{}
 			var down int32
 			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
 				if atomic.LoadInt32(&down) != 0 {
@@ -537,7 +485,7 @@ func TestBreakerLearnsFrom(t *testing.T) {
 
 // missRateSettings are protectSettings with the miss-rate detector throttling after
 // minMisses misses within a 10s window.
-func missRateSettings(clock *fakeClock, logs *protectLogs, minMisses int, throttle bool) Settings {
+func missRateSettings(clock *fakeClock, logs *testLog, minMisses int, throttle bool) Settings {
 	s := protectSettings(clock, logs)
 	s.MissRate = missrate.Settings{Window: 10 * time.Second, MinMisses: minMisses, Throttle: throttle}
 	return s
@@ -549,8 +497,8 @@ func missRateSettings(clock *fakeClock, logs *protectLogs, minMisses int, thrott
 // throttle ends after a window without the flood (FR-MR-1, FR-MR-2).
 func TestMissRateThrottle(t *testing.T) {
 	clock := newFakeClock()
-	logs := &protectLogs{}
-	o := newProtectOrigin()
+	logs := &testLog{}
+	o := newScriptOrigin(t, protectAnswer)
 	h := newTestHandler(t, missRateSettings(clock, logs, 10, true), o)
 	flood := func(i int) string { return "http://example.com/c/flood?cb=" + strconv.Itoa(i) }
 	fetched := func(what string, i int) {
@@ -639,8 +587,8 @@ func TestMissRateThrottle(t *testing.T) {
 // still fetched.
 func TestMissRateReportOnly(t *testing.T) {
 	clock := newFakeClock()
-	logs := &protectLogs{}
-	o := newProtectOrigin()
+	logs := &testLog{}
+	o := newScriptOrigin(t, protectAnswer)
 	h := newTestHandler(t, missRateSettings(clock, logs, 10, false), o)
 	for i := 0; i < 40; i++ {
 		w := do(t, h, http.MethodGet, "http://example.com/flood?cb="+strconv.Itoa(i))
@@ -666,14 +614,14 @@ func TestMissRateIgnoresCacheAnswers(t *testing.T) {
 	const requests = 600 // over missRate.minMisses (500) within one window
 	tests := []struct {
 		desc  string
-		setup func(t *testing.T, h *Handler, o *protectOrigin)
+		setup func(t *testing.T, h *Handler, o *scriptOrigin)
 		url   string
 		cache string
 	}{
 		{desc: "a retry storm answered by the negative cache", url: "http://example.com/s/503/storm",
-			setup: func(t *testing.T, h *Handler, o *protectOrigin) {}, cache: "detail=negative"},
+			setup: func(t *testing.T, h *Handler, o *scriptOrigin) {}, cache: "detail=negative"},
 		{desc: "a busy stale key while the breaker is open", url: "http://example.com/c/busy",
-			setup: func(t *testing.T, h *Handler, o *protectOrigin) {
+			setup: func(t *testing.T, h *Handler, o *scriptOrigin) {
 				do(t, h, http.MethodGet, "http://example.com/c/busy")
 				tripBreaker(t, h, o)
 			}, cache: "detail=circuit-open"},
@@ -681,10 +629,10 @@ func TestMissRateIgnoresCacheAnswers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			logs := &protectLogs{}
+			logs := &testLog{}
 			s := protectSettings(clock, logs)
 			s.MissRate = missrate.Settings{Throttle: true}
-			o := newProtectOrigin()
+			o := newScriptOrigin(t, protectAnswer)
 			h := newTestHandler(t, s, o)
 			tc.setup(t, h, o)
 			clock.Add(1500 * time.Millisecond)
@@ -720,7 +668,7 @@ func TestMissRateIgnoresCacheAnswers(t *testing.T) {
 func TestMissRateIgnoresRefusalsWhileProbing(t *testing.T) {
 	const requests = 600 // over missRate.minMisses (500) within one window
 	clock := newFakeClock()
-	logs := &protectLogs{}
+	logs := &testLog{}
 	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
 			w.Header().Set("Cache-Control", "max-age=1, stale-if-error=60")

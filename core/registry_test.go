@@ -5,25 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// uniqueEngineName returns a middleware name no other test uses.
-func uniqueEngineName(t *testing.T) string {
-	t.Helper()
-	return fmt.Sprintf("%s-%d", t.Name(), atomic.AddInt64(&testNames, 1))
-}
-
-func mustNew(t *testing.T, name string, s Settings, origin http.Handler) *Handler {
-	t.Helper()
-	h, err := New(name, s, origin)
-	if err != nil {
-		t.Fatalf("New(%q): %v", name, err)
-	}
-	return h
-}
 
 // Traefik calls New again on every configuration change: what the cache holds survives a
 // reload that keeps the cache-relevant settings, and only such a reload.

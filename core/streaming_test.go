@@ -88,15 +88,8 @@ func TestLargeAnswerStreams(t *testing.T) {
 			})
 			h := newTestHandler(t, Settings{Now: newFakeClock().Now, MaxEntrySize: 1024}, o)
 			client = newWatchWriter()
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				h.ServeHTTP(client, newRequest(http.MethodGet, "http://example.com/stream"))
-			}()
-			select {
-			case <-done:
-			case <-time.After(testWait):
-				t.Fatal("request hangs")
+			if p := serveCatching(t, h, client, newRequest(http.MethodGet, "http://example.com/stream")); p != nil {
+				t.Fatalf("ServeHTTP panicked with %v", p)
 			}
 			status, body := client.result()
 			if status != 200 || body != strings.Repeat(chunk, 3) {
@@ -142,15 +135,8 @@ func TestEventStreamIsNotHeld(t *testing.T) {
 	})
 	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
 	client = newWatchWriter()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.ServeHTTP(client, newRequest(http.MethodGet, "http://example.com/events"))
-	}()
-	select {
-	case <-done:
-	case <-time.After(testWait):
-		t.Fatal("request hangs")
+	if p := serveCatching(t, h, client, newRequest(http.MethodGet, "http://example.com/events")); p != nil {
+		t.Fatalf("ServeHTTP panicked with %v", p)
 	}
 	if _, body := client.result(); body != "data: 1\n\ndata: 2\n\n" {
 		t.Errorf("body = %q", body)
@@ -381,24 +367,16 @@ func TestRefreshOverTheLimitMarksPass(t *testing.T) {
 			}
 		}
 	})
-	var mu sync.Mutex
-	var logged []string
-	logf := func(msg string) {
-		mu.Lock()
-		logged = append(logged, msg)
-		mu.Unlock()
-	}
-	h := newTestHandler(t, Settings{Now: clock.Now, MaxEntrySize: 1024, Log: logf}, o)
+	logs := &testLog{}
+	h := newTestHandler(t, Settings{Now: clock.Now, MaxEntrySize: 1024, Log: func(msg string) { logs.add(msg) }}, o)
 	const url = "http://example.com/refresh-large"
 	do(t, h, http.MethodGet, url)
 	clock.Add(2 * time.Second)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=-1", "small")
 	waitIdle(t, h)
-	mu.Lock()
-	if len(logged) > 0 {
+	if logged := logs.all(); len(logged) > 0 {
 		t.Errorf("logged %q, want nothing", logged)
 	}
-	mu.Unlock()
 	w := do(t, h, http.MethodGet, url)
 	if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=uri-miss; detail=uncacheable" {
 		t.Errorf("after the refresh: Cache-Status = %q, want the key passed through", got)
