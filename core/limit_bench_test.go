@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync/atomic"
 	"testing"
 
 	"github.com/weirproxy/weir/core/limit"
@@ -53,10 +52,7 @@ func BenchmarkLimiterPassThrough(b *testing.B) {
 		w.Header()["Cache-Control"] = []string{"no-store"}
 		w.Write([]byte("x"))
 	})
-	h, err := New(limBenchName(b), Settings{Log: limDiscard}, origin)
-	if err != nil {
-		b.Fatal(err)
-	}
+	h := mustNew(b, uniqueEngineName(b), Settings{Log: discardLog}, origin)
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/a/b", nil)
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	b.ReportAllocs()
@@ -89,17 +85,6 @@ func limBenchHandler(b *testing.B, ls limit.Settings) *Handler {
 		w.Header()["Cache-Control"] = []string{"max-age=3600"}
 		w.Write([]byte("x"))
 	})
-	h, err := New(limBenchName(b), Settings{Log: limDiscard, Limiter: ls}, origin)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return h
+	// Each run of the function (b.N grows) gets a fresh engine and cache.
+	return mustNew(b, uniqueEngineName(b), Settings{Log: discardLog, Limiter: ls}, origin)
 }
-
-// limBenchName names a benchmark's engine: each run of the function (b.N grows) gets a fresh
-// engine and cache.
-func limBenchName(b *testing.B) string {
-	return b.Name() + "-" + strconv.FormatInt(atomic.AddInt64(&limBenchRuns, 1), 10)
-}
-
-var limBenchRuns int64

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,9 +21,6 @@ import (
 // leaves the others' latency alone (FR-LIM-1..7). The wiring tests hold origin calls at a gate
 // and inject the limiter's timers, so they never sleep; the fairness test measures latency
 // and so must.
-
-// limWait bounds every wait of these tests: past it a test fails with "hangs".
-const limWait = 5 * time.Second
 
 // TestLimiterEveryOriginContactHoldsASlot: with the only fetch slot held and the only queue
 // place taken, every kind of request that would reach the origin without a body is shed at
@@ -73,20 +69,20 @@ func TestLimiterEveryOriginContactHoldsASlot(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			clock := newLimClock()
-			o := newLimOrigin(t)
-			h := newLimHandler(t, Settings{Now: clock.Now, Limiter: limit.Settings{
+			clock := newFakeClock()
+			o := newScriptOrigin(t, limAnswer)
+			h := newTestHandler(t, Settings{Now: clock.Now, Limiter: limit.Settings{
 				MaxConcurrent: 1, MaxQueue: 1, MaxQueueWait: 5 * time.Second, AfterFunc: limNeverFires,
 			}}, o)
 			if tc.prime != "" {
-				limWantCode(t, "priming GET", limServe(t, h, limRequest("GET", tc.prime, "")), 200)
+				wantCode(t, "priming GET", serveRequest(t, h, newRequest("GET", "http://example.com"+tc.prime)), 200)
 				clock.Add(tc.age)
 			}
 			hold := limFillFetchPool(t, h, o)
 			before := o.count(tc.url)
 
-			w := limServe(t, h, limRequest(tc.method, tc.url, tc.body, tc.header...))
-			limWantCode(t, tc.method+" "+tc.url, w, tc.wantStatus)
+			w := serveRequest(t, h, newBodyRequest(tc.method, "http://example.com"+tc.url, tc.body, tc.header...))
+			wantCode(t, tc.method+" "+tc.url, w, tc.wantStatus)
 			if got := w.Header().Get("Cache-Status"); got != tc.wantCS {
 				t.Errorf("Cache-Status = %q, want %q", got, tc.wantCS)
 			}
@@ -117,14 +113,14 @@ func TestLimiterShedCacheStatusHasOneDetail(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			o := newLimOrigin(t)
-			h := newLimHandler(t, Settings{Limiter: limit.Settings{
+			o := newScriptOrigin(t, limAnswer)
+			h := newTestHandler(t, Settings{Limiter: limit.Settings{
 				MaxConcurrent: 1, MaxQueue: 1, MaxQueueWait: 5 * time.Second, AfterFunc: limNeverFires,
 			}}, o)
-			limServe(t, h, limRequest("GET", tc.prime, ""))
+			serveRequest(t, h, newRequest("GET", "http://example.com"+tc.prime))
 			hold := limFillFetchPool(t, h, o)
-			w := limServe(t, h, limRequest("GET", tc.url, ""))
-			limWantCode(t, "GET "+tc.url, w, 503)
+			w := serveRequest(t, h, newRequest("GET", "http://example.com"+tc.url))
+			wantCode(t, "GET "+tc.url, w, 503)
 			cs := w.Header().Get("Cache-Status")
 			if n := strings.Count(cs, "; detail="); n != 1 || !strings.HasSuffix(cs, "; detail=queue-full") {
 				t.Errorf("Cache-Status = %q: %d detail parameters, want exactly one, detail=queue-full", cs, n)
@@ -138,34 +134,35 @@ func TestLimiterShedCacheStatusHasOneDetail(t *testing.T) {
 // held and its queue place taken, one more upload is shed while a GET still reaches the
 // origin (FR-LIM-7).
 func TestLimiterUploadPool(t *testing.T) {
-	o := newLimOrigin(t)
-	h := newLimHandler(t, Settings{Limiter: limit.Settings{
+	o := newScriptOrigin(t, limAnswer)
+	h := newTestHandler(t, Settings{Limiter: limit.Settings{
 		MaxConcurrent: 1, MaxUpload: 1, MaxQueue: 1, MaxQueueWait: 5 * time.Second, AfterFunc: limNeverFires,
 	}}, o)
-	o.hold("/upload/1")
-	first := limServeAsync(h, limRequest("POST", "/upload/1", "a=1"))
-	o.waitEntered(t, "/upload/1")
-	second := limServeAsync(h, limRequest("POST", "/upload/2", "a=2"))
+	o.hold(1)
+	first := serveAsync(h, newBodyRequest("POST", "http://example.com/upload/1", "a=1"))
+	o.waitEntered(t, 1)
+	second := serveAsync(h, newBodyRequest("POST", "http://example.com/upload/2", "a=2"))
 	limWaitQueued(t, h, true, 1)
 
-	w := limServe(t, h, limRequest("PUT", "/upload/3", "a=3"))
-	limWantCode(t, "third upload", w, 503)
+	w := serveRequest(t, h, newBodyRequest("PUT", "http://example.com/upload/3", "a=3"))
+	wantCode(t, "third upload", w, 503)
 	if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=method; detail=queue-full"; got != want {
 		t.Errorf("third upload: Cache-Status = %q, want %q", got, want)
 	}
 	if n := o.count("/upload/3"); n != 0 {
 		t.Errorf("third upload reached the origin %d times, want 0", n)
 	}
-	limWantCode(t, "GET while uploads fill their pool", limServe(t, h, limRequest("GET", "/page", "")), 200)
+	wantCode(t, "GET while uploads fill their pool", serveRequest(t, h, newRequest("GET", "http://example.com/page")), 200)
 	if st := h.e.limiter.Stats(); st.Upload.HighWater != 1 || st.Fetch.HighWater != 1 {
 		t.Errorf("high water: upload %d, fetch %d; want 1 and 1", st.Upload.HighWater, st.Fetch.HighWater)
 	}
 
-	o.release("/upload/1")
-	limWantCode(t, "first upload", limAwait(t, first), 200)
-	limWantCode(t, "queued upload", limAwait(t, second), 200)
-	if got := o.body("/upload/2"); got != "a=2" {
-		t.Errorf("queued upload reached the origin with body %q, want %q", got, "a=2")
+	o.release(1)
+	wantCode(t, "first upload", awaitAnswer(t, first), 200)
+	w = awaitAnswer(t, second)
+	wantCode(t, "queued upload", w, 200)
+	if got, want := w.Body.String(), "POST /upload/2 a=2"; got != want {
+		t.Errorf("queued upload: the origin answered %q, want %q: it must reach the origin with its body", got, want)
 	}
 }
 
@@ -173,19 +170,19 @@ func TestLimiterUploadPool(t *testing.T) {
 // maxPerPartition slots nor more than its share of the queue: distinct queries on one path
 // wait or are shed while another path goes straight to the origin (FR-LIM-3).
 func TestLimiterPartitionCap(t *testing.T) {
-	o := newLimOrigin(t)
-	h := newLimHandler(t, Settings{Limiter: limit.Settings{
+	o := newScriptOrigin(t, limAnswer)
+	h := newTestHandler(t, Settings{Limiter: limit.Settings{
 		MaxConcurrent: 4, MaxPerPartition: 1, MaxQueue: 8, MaxQueuePerPartition: 1,
 		MaxQueueWait: 5 * time.Second, AfterFunc: limNeverFires,
 	}}, o)
-	o.hold("/search?q=1")
-	first := limServeAsync(h, limRequest("GET", "/search?q=1", ""))
-	o.waitEntered(t, "/search?q=1")
-	second := limServeAsync(h, limRequest("GET", "/search?q=2", ""))
+	o.hold(1)
+	first := serveAsync(h, newRequest("GET", "http://example.com/search?q=1"))
+	o.waitEntered(t, 1)
+	second := serveAsync(h, newRequest("GET", "http://example.com/search?q=2"))
 	limWaitQueued(t, h, false, 1)
 
-	w := limServe(t, h, limRequest("GET", "/search?q=3", ""))
-	limWantCode(t, "third query", w, 503)
+	w := serveRequest(t, h, newRequest("GET", "http://example.com/search?q=3"))
+	wantCode(t, "third query", w, 503)
 	if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=uri-miss; detail=partition-queue-full"; got != want {
 		t.Errorf("third query: Cache-Status = %q, want %q", got, want)
 	}
@@ -193,11 +190,11 @@ func TestLimiterPartitionCap(t *testing.T) {
 		t.Errorf("queries past the partition's cap reached the origin: q=2 %d times, q=3 %d times; want 0",
 			o.count("/search?q=2"), o.count("/search?q=3"))
 	}
-	limWantCode(t, "other path", limServe(t, h, limRequest("GET", "/other?q=1", "")), 200)
+	wantCode(t, "other path", serveRequest(t, h, newRequest("GET", "http://example.com/other?q=1")), 200)
 
-	o.release("/search?q=1")
-	limWantCode(t, "first query", limAwait(t, first), 200)
-	limWantCode(t, "queued query", limAwait(t, second), 200)
+	o.release(1)
+	wantCode(t, "first query", awaitAnswer(t, first), 200)
+	wantCode(t, "queued query", awaitAnswer(t, second), 200)
 }
 
 // TestLimiterQueueWait: a request that waits maxQueueWait without a slot is shed with
@@ -209,20 +206,20 @@ func TestLimiterQueueWait(t *testing.T) {
 		armed <- f
 		return func() bool { return false }
 	}
-	o := newLimOrigin(t)
-	h := newLimHandler(t, Settings{Limiter: limit.Settings{
+	o := newScriptOrigin(t, limAnswer)
+	h := newTestHandler(t, Settings{Limiter: limit.Settings{
 		MaxConcurrent: 1, MaxQueueWait: 2500 * time.Millisecond, AfterFunc: after,
 	}}, o)
 	hold := limFillFetchPoolOnly(t, h, o)
-	waiter := limServeAsync(h, limRequest("GET", "/page", ""))
+	waiter := serveAsync(h, newRequest("GET", "http://example.com/page"))
 	select {
 	case fire := <-armed:
 		fire()
-	case <-time.After(limWait):
+	case <-time.After(testWait):
 		t.Fatal("hangs: the queued request armed no timer")
 	}
-	w := limAwait(t, waiter)
-	limWantCode(t, "queued GET", w, 503)
+	w := awaitAnswer(t, waiter)
+	wantCode(t, "queued GET", w, 503)
 	if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=uri-miss; detail=queue-wait"; got != want {
 		t.Errorf("Cache-Status = %q, want %q", got, want)
 	}
@@ -238,17 +235,17 @@ func TestLimiterQueueWait(t *testing.T) {
 // TestLimiterClientGoneLeavesQueue: a pass-through request whose client hangs up while it
 // waits for a slot leaves the queue at once and gets nothing written (FR-LIM-2).
 func TestLimiterClientGoneLeavesQueue(t *testing.T) {
-	o := newLimOrigin(t)
-	h := newLimHandler(t, Settings{Limiter: limit.Settings{
+	o := newScriptOrigin(t, limAnswer)
+	h := newTestHandler(t, Settings{Limiter: limit.Settings{
 		MaxConcurrent: 1, MaxQueueWait: 5 * time.Second, AfterFunc: limNeverFires,
 	}}, o)
-	limServe(t, h, limRequest("GET", "/nostore", ""))
+	serveRequest(t, h, newRequest("GET", "http://example.com/nostore"))
 	hold := limFillFetchPoolOnly(t, h, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	waiter := limServeAsync(h, limRequest("GET", "/nostore", "").WithContext(ctx))
+	r, cancel := cancellableRequest(newRequest("GET", "http://example.com/nostore"))
+	waiter := serveAsync(h, r)
 	limWaitQueued(t, h, false, 1)
 	cancel()
-	w := limAwait(t, waiter)
+	w := awaitAnswer(t, waiter)
 	if cs := w.Header().Get("Cache-Status"); cs != "" || w.Body.Len() != 0 {
 		t.Errorf("answer to a client that left: Cache-Status %q, body %q; want nothing written", cs, w.Body.String())
 	}
@@ -265,39 +262,40 @@ func TestLimiterClientGoneLeavesQueue(t *testing.T) {
 // never takes the last quarter of the pool (FR-LIM-4): with 3 of 4 slots held the stale
 // answer is served and no refresh is sent; with the slots free, the next request refreshes.
 func TestLimiterRefreshKeepsForegroundReserve(t *testing.T) {
-	clock := newLimClock()
-	o := newLimOrigin(t)
-	h := newLimHandler(t, Settings{Now: clock.Now, Limiter: limit.Settings{
+	clock := newFakeClock()
+	o := newScriptOrigin(t, limAnswer)
+	h := newTestHandler(t, Settings{Now: clock.Now, Limiter: limit.Settings{
 		MaxConcurrent: 4, MaxQueueWait: 5 * time.Second, AfterFunc: limNeverFires,
 	}}, o)
-	limWantCode(t, "first GET", limServe(t, h, limRequest("GET", "/swr", "")), 200)
+	wantCode(t, "first GET", serveRequest(t, h, newRequest("GET", "http://example.com/swr")), 200)
 	clock.Add(2 * time.Second)
 
-	var held []*limPending
-	for i := 1; i <= 3; i++ {
-		url := fmt.Sprintf("/hold/%d", i)
-		o.hold(url)
-		held = append(held, limServeAsync(h, limRequest("GET", url, "")))
-		o.waitEntered(t, url)
+	// Origin calls 2 to 4 hold three of the four slots.
+	var held []*pendingAnswer
+	for call := 2; call <= 4; call++ {
+		o.hold(call)
+		held = append(held, serveAsync(h, newRequest("GET", fmt.Sprintf("http://example.com/hold/%d", call))))
+		o.waitEntered(t, call)
 	}
-	w := limServe(t, h, limRequest("GET", "/swr", ""))
-	limWantCode(t, "stale GET with 3 of 4 slots held", w, 200)
+	w := serveRequest(t, h, newRequest("GET", "http://example.com/swr"))
+	wantCode(t, "stale GET with 3 of 4 slots held", w, 200)
 	if got, want := w.Header().Get("Cache-Status"), "Weir; hit; ttl=-1"; got != want {
 		t.Errorf("stale GET: Cache-Status = %q, want %q", got, want)
 	}
 	// The refresh's flight, if one started, is the only one besides the three held.
-	limWaitFor(t, "the refresh to end", func() bool { return h.e.flights.InFlight() == 3 })
+	waitFor(t, "the refresh to end", func() bool { return h.e.flights.InFlight() == 3 })
 	if n := o.count("/swr"); n != 1 {
 		t.Errorf("origin requests for /swr with 3 of 4 slots held = %d, want 1: the refresh took the foreground's reserve", n)
 	}
 
 	o.releaseAll()
 	for _, p := range held {
-		limWantCode(t, "held GET", limAwait(t, p), 200)
+		wantCode(t, "held GET", awaitAnswer(t, p), 200)
 	}
-	limWantCode(t, "stale GET with the slots free", limServe(t, h, limRequest("GET", "/swr", "")), 200)
-	o.waitCalls(t, "/swr", 2)
-	limWaitNoFlight(t, h)
+	wantCode(t, "stale GET with the slots free", serveRequest(t, h, newRequest("GET", "http://example.com/swr")), 200)
+	// Origin call 5 is the refresh.
+	o.waitEntered(t, 5)
+	waitIdle(t, h)
 	if n := o.count("/swr"); n != 2 {
 		t.Errorf("origin requests for /swr with the slots free = %d, want 2 (the refresh)", n)
 	}
@@ -331,11 +329,8 @@ func TestLimiterFloodLeavesOtherPartitionsAlone(t *testing.T) {
 	}
 	const bound = 1.2
 	o := newLimFairOrigin(fc)
-	name := limName(t)
-	h, err := New(name, fc.settings(fc.perPartition), o)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	name := uniqueEngineName(t)
+	h := mustNew(t, name, fc.settings(fc.perPartition), o)
 	// A first round, not measured, warms the engine's paths.
 	warm := fc
 	warm.samples = 2 * fc.workers
@@ -345,7 +340,7 @@ func TestLimiterFloodLeavesOtherPartitionsAlone(t *testing.T) {
 	for attempt := 1; attempt <= limFairAttempts && !passed; attempt++ {
 		base = limMeasureOthers(t, h, o, fc, fmt.Sprintf("base%d", attempt))
 		flood := limStartEngineFlood(h, fc.floodClients)
-		limWaitFor(t, "the flood holding its partition's cap", func() bool { return atomic.LoadInt64(&o.searchInFlight) >= int64(fc.perPartition) })
+		waitFor(t, "the flood holding its partition's cap", func() bool { return atomic.LoadInt64(&o.searchInFlight) >= int64(fc.perPartition) })
 		during = limMeasureOthers(t, h, o, fc, fmt.Sprintf("flood%d", attempt))
 		fs := flood.stop(t)
 		ratio := float64(during.at(fc.percentile)) / float64(base.at(fc.percentile))
@@ -371,12 +366,9 @@ func TestLimiterFloodLeavesOtherPartitionsAlone(t *testing.T) {
 	}
 
 	// Control: the same flood with the partition cap raised to the pool's size.
-	hc, err := New(name, fc.settings(fc.slots), o)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	hc := mustNew(t, name, fc.settings(fc.slots), o)
 	flood := limStartEngineFlood(hc, fc.floodClients)
-	limWaitFor(t, "the flood holding every slot", func() bool { return atomic.LoadInt64(&o.searchInFlight) >= int64(fc.slots) })
+	waitFor(t, "the flood holding every slot", func() bool { return atomic.LoadInt64(&o.searchInFlight) >= int64(fc.slots) })
 	// A quarter of the samples: nearly all wait behind the flood, so few suffice to see it.
 	fcControl := fc
 	fcControl.samples = fc.samples / 4
@@ -407,7 +399,7 @@ type limFairConfig struct {
 // partition may queue every flood client, so its excess waits maxQueueWait and is shed with
 // queue-wait rather than refused at once in a busy loop.
 func (fc limFairConfig) settings(perPartition int) Settings {
-	return Settings{Log: limDiscard, Limiter: limit.Settings{
+	return Settings{Log: discardLog, Limiter: limit.Settings{
 		MaxConcurrent: fc.slots, MaxPerPartition: perPartition, MaxQueue: 4 * fc.floodClients,
 		MaxQueuePerPartition: 2 * fc.floodClients, MaxQueueWait: fc.queueWait,
 	}}
@@ -531,7 +523,7 @@ func limMeasure(t *testing.T, h *Handler, o *limFairOrigin, fc limFairConfig, ta
 	}()
 	select {
 	case <-done:
-	case <-time.After(4 * limWait):
+	case <-time.After(4 * testWait):
 		t.Fatalf("%s: %d requests on other paths hang", tag, fc.samples)
 	}
 	for _, p := range problems {
@@ -622,7 +614,7 @@ func (f *limEngineFlood) stop(t *testing.T) limFloodTally {
 	close(f.stopped)
 	select {
 	case <-f.done:
-	case <-time.After(4 * limWait):
+	case <-time.After(4 * testWait):
 		t.Fatal("flood clients hang after being stopped")
 	}
 	f.mu.Lock()
@@ -631,55 +623,14 @@ func (f *limEngineFlood) stop(t *testing.T) limFloodTally {
 	return st
 }
 
-// limOrigin answers by path and query, holding the calls a test gates until it releases
-// them. /nostore answers no-store, /sie max-age=1 with stale-if-error, /swr max-age=1 with
-// stale-while-revalidate, /etag max-age=1 with a validator; anything else max-age=60. A body
-// is echoed.
-type limOrigin struct {
-	entered chan string
-
-	// mu guards everything below.
-	mu     sync.Mutex
-	calls  map[string]int
-	bodies map[string]string
-	// gates is a slice, not a map of channels: Yaegi v0.16.1 crashes ranging over a map
-	// whose values are channels.
-	gates []*limGate
-}
-
-// limGate holds back the calls for one URI.
-type limGate struct {
-	uri      string
-	open     chan struct{}
-	released bool
-}
-
-func newLimOrigin(t *testing.T) *limOrigin {
-	o := &limOrigin{entered: make(chan string, 1000), calls: map[string]int{}, bodies: map[string]string{}}
-	t.Cleanup(func() { o.releaseAll() })
-	return o
-}
-
-func (o *limOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	uri := r.URL.RequestURI()
+// limAnswer answers by path: /nostore no-store, /sie max-age=1 with stale-if-error, /swr
+// max-age=1 with stale-while-revalidate, /etag max-age=1 with a validator; anything else
+// max-age=60. The body is the method, the request target and the request's body.
+func limAnswer(n int, w http.ResponseWriter, r *http.Request) {
 	body := ""
 	if r.Body != nil {
 		b, _ := io.ReadAll(r.Body)
 		body = string(b)
-	}
-	o.mu.Lock()
-	o.calls[uri]++
-	o.bodies[uri] = body
-	var open chan struct{}
-	for _, g := range o.gates {
-		if g.uri == uri && !g.released {
-			open = g.open
-		}
-	}
-	o.mu.Unlock()
-	o.entered <- uri
-	if open != nil {
-		<-open
 	}
 	cc := "max-age=60"
 	switch r.URL.Path {
@@ -694,112 +645,52 @@ func (o *limOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Etag"] = []string{`"v1"`}
 	}
 	w.Header()["Cache-Control"] = []string{cc}
-	io.WriteString(w, r.Method+" "+uri)
-}
-
-func (o *limOrigin) hold(uri string) {
-	o.mu.Lock()
-	o.gates = append(o.gates, &limGate{uri: uri, open: make(chan struct{})})
-	o.mu.Unlock()
-}
-
-func (o *limOrigin) release(uri string) {
-	o.mu.Lock()
-	for _, g := range o.gates {
-		if g.uri == uri && !g.released {
-			g.released = true
-			close(g.open)
-		}
-	}
-	o.mu.Unlock()
-}
-
-func (o *limOrigin) releaseAll() {
-	o.mu.Lock()
-	for _, g := range o.gates {
-		if !g.released {
-			g.released = true
-			close(g.open)
-		}
-	}
-	o.mu.Unlock()
-}
-
-func (o *limOrigin) count(uri string) int {
-	o.mu.Lock()
-	n := o.calls[uri]
-	o.mu.Unlock()
-	return n
-}
-
-func (o *limOrigin) body(uri string) string {
-	o.mu.Lock()
-	b := o.bodies[uri]
-	o.mu.Unlock()
-	return b
-}
-
-// waitEntered waits until a call for uri has reached the origin.
-func (o *limOrigin) waitEntered(t *testing.T, uri string) {
-	t.Helper()
-	o.waitCalls(t, uri, 1)
-}
-
-// waitCalls waits until n calls for uri have reached the origin.
-func (o *limOrigin) waitCalls(t *testing.T, uri string, n int) {
-	t.Helper()
-	deadline := time.After(limWait)
-	for o.count(uri) < n {
-		select {
-		case <-o.entered:
-		case <-deadline:
-			t.Fatalf("hangs: %d origin calls for %s, want %d", o.count(uri), uri, n)
-		}
-	}
+	io.WriteString(w, r.Method+" "+r.URL.RequestURI()+" "+body)
 }
 
 // limHold is what limFillFetchPool holds: the slot's request and the queued one.
 type limHold struct {
-	o       *limOrigin
-	holder  *limPending
-	filler  *limPending
-	gateURI string
+	o      *scriptOrigin
+	holder *pendingAnswer
+	filler *pendingAnswer
+	call   int
 }
 
 // limFillFetchPool takes a one-slot, one-place fetch pool: a GET held at the origin holds the
 // slot and a second GET waits in the queue.
-func limFillFetchPool(t *testing.T, h *Handler, o *limOrigin) *limHold {
+func limFillFetchPool(t *testing.T, h *Handler, o *scriptOrigin) *limHold {
 	t.Helper()
 	hold := limFillFetchPoolOnly(t, h, o)
-	hold.filler = limServeAsync(h, limRequest("GET", "/fill", ""))
+	hold.filler = serveAsync(h, newRequest("GET", "http://example.com/fill"))
 	limWaitQueued(t, h, false, 1)
 	return hold
 }
 
-// limFillFetchPoolOnly holds a one-slot fetch pool's slot with a GET held at the origin.
-func limFillFetchPoolOnly(t *testing.T, h *Handler, o *limOrigin) *limHold {
+// limFillFetchPoolOnly holds a one-slot fetch pool's slot with a GET held at the origin, as
+// the origin's next call: every request before it has been answered.
+func limFillFetchPoolOnly(t *testing.T, h *Handler, o *scriptOrigin) *limHold {
 	t.Helper()
-	hold := &limHold{o: o, gateURI: "/hold"}
-	o.hold(hold.gateURI)
-	hold.holder = limServeAsync(h, limRequest("GET", hold.gateURI, ""))
-	o.waitEntered(t, hold.gateURI)
+	hold := &limHold{o: o, call: o.callCount() + 1}
+	o.hold(hold.call)
+	hold.holder = serveAsync(h, newRequest("GET", "http://example.com/hold"))
+	o.waitEntered(t, hold.call)
 	return hold
 }
 
 // finish releases the held GET and checks that it and the queued one were answered.
 func (hd *limHold) finish(t *testing.T) {
 	t.Helper()
-	hd.o.release(hd.gateURI)
-	limWantCode(t, "GET holding the slot", limAwait(t, hd.holder), 200)
+	hd.o.release(hd.call)
+	wantCode(t, "GET holding the slot", awaitAnswer(t, hd.holder), 200)
 	if hd.filler != nil {
-		limWantCode(t, "GET queued behind it", limAwait(t, hd.filler), 200)
+		wantCode(t, "GET queued behind it", awaitAnswer(t, hd.filler), 200)
 	}
 }
 
 // limWaitQueued waits until n requests wait in the upload or the fetch pool.
 func limWaitQueued(t *testing.T, h *Handler, upload bool, n int) {
 	t.Helper()
-	limWaitFor(t, fmt.Sprintf("%d queued (upload pool %v)", n, upload), func() bool {
+	waitFor(t, fmt.Sprintf("%d queued (upload pool %v)", n, upload), func() bool {
 		st := h.e.limiter.Stats()
 		if upload {
 			return st.Upload.Queued == n
@@ -808,128 +699,9 @@ func limWaitQueued(t *testing.T, h *Handler, upload bool, n int) {
 	})
 }
 
-// limWaitNoFlight waits until no fetch is under way, background refreshes included.
-func limWaitNoFlight(t *testing.T, h *Handler) {
-	t.Helper()
-	limWaitFor(t, "flights to end", func() bool { return h.e.flights.InFlight() == 0 })
-}
-
-// limWaitFor polls cond every millisecond until it holds, failing with "hangs" after limWait.
-func limWaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("hangs: waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// limPending is a request served on a goroutine of its own. A struct around the channel:
-// Yaegi v0.16.1 crashes ranging over a slice whose elements are channels.
-type limPending struct {
-	done chan *httptest.ResponseRecorder
-}
-
-func limServeAsync(h *Handler, r *http.Request) *limPending {
-	p := &limPending{done: make(chan *httptest.ResponseRecorder, 1)}
-	go func() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		p.done <- w
-	}()
-	return p
-}
-
-func limAwait(t *testing.T, p *limPending) *httptest.ResponseRecorder {
-	t.Helper()
-	select {
-	case w := <-p.done:
-		return w
-	case <-time.After(limWait):
-		t.Fatal("request hangs")
-	}
-	return nil
-}
-
-// limServe serves r and fails the test if it does not answer within limWait.
-func limServe(t *testing.T, h *Handler, r *http.Request) *httptest.ResponseRecorder {
-	t.Helper()
-	return limAwait(t, limServeAsync(h, r))
-}
-
-// limRequest builds a request for example.com; a non-empty body is sent with its length.
-func limRequest(method, uri, body string, header ...string) *http.Request {
-	var r *http.Request
-	if body == "" {
-		r = httptest.NewRequest(method, "http://example.com"+uri, nil)
-	} else {
-		r = httptest.NewRequest(method, "http://example.com"+uri, strings.NewReader(body))
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		r.Header.Add(header[i], header[i+1])
-	}
-	return r
-}
-
-func limWantCode(t *testing.T, what string, w *httptest.ResponseRecorder, code int) {
-	t.Helper()
-	if w.Code != code {
-		t.Errorf("%s: status %d, want %d (Cache-Status %q, body %q)", what, w.Code, code, w.Header().Get("Cache-Status"), w.Body.String())
-	}
-}
-
-// newLimHandler builds a handler under a name of its own: engines live in a process-wide
-// registry.
-func newLimHandler(t *testing.T, s Settings, origin http.Handler) *Handler {
-	t.Helper()
-	if s.Log == nil {
-		s.Log = limDiscard
-	}
-	h, err := New(limName(t), s, origin)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return h
-}
-
-var limNames int64
-
-func limName(t *testing.T) string {
-	return fmt.Sprintf("%s-lim%d", t.Name(), atomic.AddInt64(&limNames, 1))
-}
-
 // limNeverFires is a limiter timer that never fires: a waiter waits until granted.
 var limNeverFires = func(d time.Duration, f func()) func() bool {
 	return func() bool { return true }
-}
-
-// limDiscard drops the engine's log lines (the flood makes the miss-rate detector report).
-var limDiscard = func(msg string) {}
-
-// limClock is a clock the tests move by hand.
-type limClock struct {
-	// mu guards now.
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newLimClock() *limClock {
-	return &limClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
-}
-
-func (c *limClock) Now() time.Time {
-	c.mu.Lock()
-	now := c.now
-	c.mu.Unlock()
-	return now
-}
-
-func (c *limClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 // limInterpreted reports whether the test runs under Yaegi: there runtime.Caller sees the

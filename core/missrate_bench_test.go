@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,7 +38,7 @@ func (c *missRateClock) now() time.Time { return c.t }
 
 // missRateBenchHandler returns a handler whose origin answers every request fresh for an
 // hour, and its clock.
-func missRateBenchHandler(b *testing.B, name string) (*Handler, *missRateClock) {
+func missRateBenchHandler(b *testing.B) (*Handler, *missRateClock) {
 	b.Helper()
 	clock := &missRateClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,11 +48,7 @@ func missRateBenchHandler(b *testing.B, name string) (*Handler, *missRateClock) 
 	})
 	// A name of its own for each run: the testing package runs a benchmark several times,
 	// and an engine (with its detector) lives as long as the process under its name.
-	name = name + "-" + strconv.FormatInt(atomic.AddInt64(&testNames, 1), 10)
-	h, err := New(name, Settings{Now: func() time.Time { return clock.now() }, Log: func(string) {}}, origin)
-	if err != nil {
-		b.Fatal(err)
-	}
+	h := mustNew(b, uniqueEngineName(b), Settings{Now: func() time.Time { return clock.now() }, Log: discardLog}, origin)
 	return h, clock
 }
 
@@ -74,7 +69,7 @@ func missRateRequests(n int, noCache bool) []*http.Request {
 // BenchmarkMissRateEngineHit is a fresh hit on the general path (the URL has a query), which
 // tells the detector of the hit.
 func BenchmarkMissRateEngineHit(b *testing.B) {
-	h, _ := missRateBenchHandler(b, "bench-missrate-hit")
+	h, _ := missRateBenchHandler(b)
 	r := missRateRequests(1, false)[0]
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	b.ResetTimer()
@@ -86,7 +81,7 @@ func BenchmarkMissRateEngineHit(b *testing.B) {
 // BenchmarkMissRateHitShare is what the detector adds to BenchmarkMissRateEngineHit: the
 // request's partition and missrate.Hit.
 func BenchmarkMissRateHitShare(b *testing.B) {
-	h, _ := missRateBenchHandler(b, "bench-missrate-hit-share")
+	h, _ := missRateBenchHandler(b)
 	r := missRateRequests(1, false)[0]
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -110,7 +105,7 @@ func BenchmarkMissRatePartition(b *testing.B) {
 // BenchmarkMissRateBreakerCheck is the part of BenchmarkMissRateMissShare that asks whether
 // the upstream's breaker is open, which the engine does for the detector alone.
 func BenchmarkMissRateBreakerCheck(b *testing.B) {
-	h, clock := missRateBenchHandler(b, "bench-missrate-breaker-check")
+	h, clock := missRateBenchHandler(b)
 	r := missRateRequests(1, true)[0]
 	for i := 0; i < b.N; i++ {
 		if h.breakerOpen(r.Host, clock.t) {
@@ -122,7 +117,7 @@ func BenchmarkMissRateBreakerCheck(b *testing.B) {
 // BenchmarkMissRateEngineMiss is a miss through the engine that fetches from a trivial origin
 // and stores the answer, cycling over missRatePaths keys.
 func BenchmarkMissRateEngineMiss(b *testing.B) {
-	h, clock := missRateBenchHandler(b, "bench-missrate-miss")
+	h, clock := missRateBenchHandler(b)
 	rs := missRateRequests(missRatePaths, true)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -135,7 +130,7 @@ func BenchmarkMissRateEngineMiss(b *testing.B) {
 // request's partition, the breaker check that keeps refused fetches out of the counts, and
 // missrate.Miss, with the same requests and clock steps.
 func BenchmarkMissRateMissShare(b *testing.B) {
-	h, clock := missRateBenchHandler(b, "bench-missrate-miss-share")
+	h, clock := missRateBenchHandler(b)
 	rs := missRateRequests(missRatePaths, true)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -153,7 +148,7 @@ func BenchmarkMissRateMissShare(b *testing.B) {
 // BenchmarkMissRateEngineFastHit is a fresh hit of a URL without a query, which the engine
 // serves without telling the detector: the reference for the hit path's cost.
 func BenchmarkMissRateEngineFastHit(b *testing.B) {
-	h, _ := missRateBenchHandler(b, "bench-missrate-fast-hit")
+	h, _ := missRateBenchHandler(b)
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/catalog/item", nil)
 	r.RequestURI = "/catalog/item"
 	h.ServeHTTP(httptest.NewRecorder(), r)
@@ -171,7 +166,7 @@ const missRateBlock = 100
 // percent of the engine's whole hit (the metric "detector-%"), timing the two in alternate
 // blocks of one run.
 func BenchmarkMissRateHitRatio(b *testing.B) {
-	h, _ := missRateBenchHandler(b, "bench-missrate-hit-ratio")
+	h, _ := missRateBenchHandler(b)
 	r := missRateRequests(1, false)[0]
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	var engine, share time.Duration
@@ -194,10 +189,10 @@ func BenchmarkMissRateHitRatio(b *testing.B) {
 // BenchmarkMissRateMissRatio reports the detector's share of a miss that fetches, in percent
 // of the engine's whole miss, timed as BenchmarkMissRateHitRatio.
 func BenchmarkMissRateMissRatio(b *testing.B) {
-	h, clock := missRateBenchHandler(b, "bench-missrate-miss-ratio")
+	h, clock := missRateBenchHandler(b)
 	// Two detectors' worth of traffic on one clock: the engine's misses and the share's each
 	// count in a detector of their own, so neither sees the other's.
-	h2, _ := missRateBenchHandler(b, "bench-missrate-miss-ratio-share")
+	h2, _ := missRateBenchHandler(b)
 	rs := missRateRequests(missRatePaths, true)
 	var engine, share time.Duration
 	b.ResetTimer()
