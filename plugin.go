@@ -86,7 +86,8 @@ type LimiterConfig struct {
 
 // BreakerConfig is the circuit breaker that stops all origin traffic while the origin fails.
 type BreakerConfig struct {
-	// Scope is "engine" (one breaker, the default), "host" or "domain".
+	// Scope is "host" (one breaker per upstream host, the default), "domain" (one per
+	// registrable domain) or "engine" (one for every host the middleware serves).
 	Scope string `json:"scope,omitempty"`
 	// Window over which fetches are counted ("10s").
 	Window string `json:"window,omitempty"`

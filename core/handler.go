@@ -176,16 +176,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // passMarked answers a request whose key is marked hit-for-pass: through the general path
 // once the mark has expired (live false), else to the origin with the client's own writer.
-// The common case, a closed breaker of scope engine and a slot free at once, is written out
-// here; anything else goes through pass. A function, not a method: in Yaegi a method call
+// The common case, every breaker of the engine closed and a slot free at once, is written
+// out here; anything else goes through pass. A function, not a method: in Yaegi a method call
 // costs four times as much (docs/yaegi.md).
 func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, live bool) {
 	if !live {
 		h.serve(w, r)
 		return
 	}
-	b := h.e.breaker
-	if b == nil || !breaker.Closed(b) {
+	// One atomic load for every scope: finding the breaker of r's host costs interpreted
+	// calls and a lock, and a closed one hands out no permit that matters here.
+	if !breaker.AllClosed(h.e.breakers) {
 		h.pass(w, r, key, h.passStatus)
 		return
 	}
@@ -361,11 +362,11 @@ func staleStatus(ent *store.Entry, now time.Time, detail string) string {
 // part is r's partition when the caller has it at hand (the hit path's key of a request
 // without a query); empty, pass computes it.
 func (h *Handler) pass(w http.ResponseWriter, r *http.Request, part, cacheStatus string) {
-	// A closed breaker of scope engine needs no permit here, since no outcome is recorded:
-	// one atomic load instead of a lock.
-	b := h.e.breaker
+	// While every breaker of the engine is closed no permit is needed here, since no
+	// outcome is recorded: one atomic load instead of finding r's breaker and its lock.
+	var b *breaker.Breaker
 	var permit breaker.Permit
-	if b == nil || !breaker.Closed(b) {
+	if !breaker.AllClosed(h.e.breakers) {
 		b, permit = h.admit(r, h.s.Now())
 		if !permit.Allowed {
 			h.refuse(w, r, nil, cacheStatus, permit.RetryAfter)
