@@ -78,6 +78,9 @@ type LimiterConfig struct {
 	MaxQueueWait string `json:"maxQueueWait,omitempty"`
 	// MaxPerPartition slots for one scheme+host+path ("16").
 	MaxPerPartition string `json:"maxPerPartition,omitempty"`
+	// MaxQueuePerPartition waiters for one scheme+host+path, of MaxQueue; more are shed with
+	// 503 (default: MaxQueue/8, "128", or MaxPerPartition when that is more).
+	MaxQueuePerPartition string `json:"maxQueuePerPartition,omitempty"`
 	// MaxPerHost slots for one host ("0": no cap).
 	MaxPerHost string `json:"maxPerHost,omitempty"`
 	// MaxUpload origin fetches with a request body, in a pool of their own ("16").
