@@ -30,6 +30,11 @@ func (h *Handler) admit(r *http.Request, now time.Time) (*breaker.Breaker, break
 // breakerOpen tells whether r's upstream's breaker holds fetches back now: open, or half
 // open with its probe out.
 func (h *Handler) breakerOpen(r *http.Request, now time.Time) bool {
+	// Every breaker closed, the common case: no lookup of r's, which with breakers per host
+	// (the default) takes the group's lock and interpreted calls on every leader's miss.
+	if breaker.AllClosed(h.e.breakers) {
+		return false
+	}
 	b := h.e.breaker
 	if b == nil {
 		b = h.e.breakers.Get(breaker.ScopeKey(h.s.Breaker.Scope, r.Host), now)
