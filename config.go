@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirproxy/weir/core"
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/limit"
 )
 
 // errConfig wraps every configuration error, which names the field and the value.
@@ -68,6 +69,7 @@ func (c *Config) settings() (core.Settings, error) {
 		{"limiter.maxConcurrent", c.Limiter.MaxConcurrent, &s.Limiter.MaxConcurrent},
 		{"limiter.maxQueue", c.Limiter.MaxQueue, &s.Limiter.MaxQueue},
 		{"limiter.maxPerPartition", c.Limiter.MaxPerPartition, &s.Limiter.MaxPerPartition},
+		{"limiter.maxQueuePerPartition", c.Limiter.MaxQueuePerPartition, &s.Limiter.MaxQueuePerPartition},
 		{"limiter.maxPerHost", c.Limiter.MaxPerHost, &s.Limiter.MaxPerHost},
 		{"limiter.maxUpload", c.Limiter.MaxUpload, &s.Limiter.MaxUpload},
 		{"breaker.minRequests", c.Breaker.MinRequests, &s.Breaker.MinRequests},
@@ -81,7 +83,28 @@ func (c *Config) settings() (core.Settings, error) {
 		}
 		*n.dst = v
 	}
+	if err := c.queueShare(s.Limiter); err != nil {
+		return s, err
+	}
 	return s, nil
+}
+
+// queueShare checks limiter.maxQueuePerPartition, when set, against limiter.maxQueue: a
+// share of the queue is a number of its places, at least one. Checked here rather than left
+// to the limiter, so that the error quotes the value as the operator wrote it.
+func (c *Config) queueShare(l limit.Settings) error {
+	if strings.TrimSpace(c.Limiter.MaxQueuePerPartition) == "" {
+		return nil
+	}
+	maxQueue := l.MaxQueue
+	if maxQueue == 0 {
+		maxQueue = limit.DefaultMaxQueue
+	}
+	if n := l.MaxQueuePerPartition; n < 1 || n > maxQueue {
+		return fmt.Errorf("%w: limiter.maxQueuePerPartition: %q must be at least 1 and at most limiter.maxQueue (%d)",
+			errConfig, c.Limiter.MaxQueuePerPartition, maxQueue)
+	}
+	return nil
 }
 
 // protections reads the settings that are neither sizes, durations nor counts.

@@ -59,6 +59,7 @@ var labelFields = []labelField{
 	{"missRate.minMisses", func(c *Config, v string) { c.MissRate.MinMisses = v }},
 	{"missRate.ratio", func(c *Config, v string) { c.MissRate.Ratio = v }},
 	{"missRate.throttle", func(c *Config, v string) { c.MissRate.Throttle = v }},
+	{"limiter.maxQueuePerPartition", func(c *Config, v string) { c.Limiter.MaxQueuePerPartition = v }},
 }
 
 // configSeed sets two fields (chosen by index, modulo the table) and key.queryDrop.
@@ -93,6 +94,11 @@ var configSeeds = []configSeed{
 	{26, "0.0", 27, "ON", ""},
 	{2, "1h\x00", 17, "\xff", "\x00,\xff"},
 	{0, "0.5KiB", 1, " 512 b ", ""},
+	{28, "0", 10, "", ""},
+	{28, "9", 10, "8", ""},
+	{28, "1024", 10, "", ""},
+	{28, " 7 ", 13, "3", ""},
+	{28, "1e3", 10, "1e3", ""},
 }
 
 func FuzzConfigFromLabels(f *testing.F) {

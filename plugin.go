@@ -78,6 +78,9 @@ type LimiterConfig struct {
 	MaxQueueWait string `json:"maxQueueWait,omitempty"`
 	// MaxPerPartition slots for one scheme+host+path ("16").
 	MaxPerPartition string `json:"maxPerPartition,omitempty"`
+	// MaxQueuePerPartition waiters for one scheme+host+path, of MaxQueue; more are shed with
+	// 503 (default: MaxQueue/8, "128", or MaxPerPartition when that is more).
+	MaxQueuePerPartition string `json:"maxQueuePerPartition,omitempty"`
 	// MaxPerHost slots for one host ("0": no cap).
 	MaxPerHost string `json:"maxPerHost,omitempty"`
 	// MaxUpload origin fetches with a request body, in a pool of their own ("16").
@@ -86,7 +89,8 @@ type LimiterConfig struct {
 
 // BreakerConfig is the circuit breaker that stops all origin traffic while the origin fails.
 type BreakerConfig struct {
-	// Scope is "engine" (one breaker, the default), "host" or "domain".
+	// Scope is "host" (one breaker per upstream host, the default), "domain" (one per
+	// registrable domain) or "engine" (one for every host the middleware serves).
 	Scope string `json:"scope,omitempty"`
 	// Window over which fetches are counted ("10s").
 	Window string `json:"window,omitempty"`

@@ -26,6 +26,14 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"count", func(c *Config) { c.Limiter.MaxConcurrent = "many" }, "limiter.maxConcurrent", "many"},
 		{"negative count", func(c *Config) { c.Limiter.MaxUpload = "-3" }, "limiter.maxUpload", "-3"},
 		{"queue wait", func(c *Config) { c.Limiter.MaxQueueWait = "soon" }, "limiter.maxQueueWait", "soon"},
+		{"queue share", func(c *Config) { c.Limiter.MaxQueuePerPartition = "half" }, "limiter.maxQueuePerPartition", "half"},
+		{"zero queue share", func(c *Config) { c.Limiter.MaxQueuePerPartition = "0" }, "limiter.maxQueuePerPartition", "0"},
+		{"negative queue share", func(c *Config) { c.Limiter.MaxQueuePerPartition = "-1" }, "limiter.maxQueuePerPartition", "-1"},
+		{"queue share over the default queue", func(c *Config) { c.Limiter.MaxQueuePerPartition = "1025" }, "limiter.maxQueuePerPartition", "1025"},
+		{"queue share over the queue", func(c *Config) {
+			c.Limiter.MaxQueue = "100"
+			c.Limiter.MaxQueuePerPartition = "101"
+		}, "limiter.maxQueuePerPartition", "101"},
 		{"breaker scope", func(c *Config) { c.Breaker.Scope = "galaxy" }, "breaker.scope", "galaxy"},
 		{"breaker ratio", func(c *Config) { c.Breaker.FailureRatio = "1.5" }, "breaker.failureRatio", "1.5"},
 		{"breaker flag", func(c *Config) { c.Breaker.CountStatus500 = "maybe" }, "breaker.countStatus500", "maybe"},
@@ -86,6 +94,42 @@ func TestConfigFromLabelStrings(t *testing.T) {
 	}
 	if got, want := s.Limiter.MaxConcurrent, 32; got != want {
 		t.Errorf("Limiter.MaxConcurrent = %d, want %d", got, want)
+	}
+}
+
+// TestLimiterQueuePerPartitionFromConfig: limiter.maxQueuePerPartition reaches the limiter's
+// settings as written; unset, the limiter's own default (maxQueue/8) applies.
+func TestLimiterQueuePerPartitionFromConfig(t *testing.T) {
+	tests := []struct {
+		desc     string
+		maxQueue string
+		share    string
+		want     int
+	}{
+		{desc: "unset: the limiter's default", share: "", want: 0},
+		{desc: "a number", share: "64", want: 64},
+		{desc: "spaces around it", share: " 32 ", want: 32},
+		{desc: "one", share: "1", want: 1},
+		{desc: "the whole default queue", share: "1024", want: 1024},
+		{desc: "the whole of a queue set", maxQueue: "100", share: "100", want: 100},
+		{desc: "more than the default queue, within a larger one", maxQueue: "5000", share: "2000", want: 2000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := CreateConfig()
+			c.Limiter.MaxQueue = tc.maxQueue
+			c.Limiter.MaxQueuePerPartition = tc.share
+			s, err := c.settings()
+			if err != nil {
+				t.Fatalf("settings with limiter.maxQueuePerPartition %q: %v", tc.share, err)
+			}
+			if got := s.Limiter.MaxQueuePerPartition; got != tc.want {
+				t.Errorf("Limiter.MaxQueuePerPartition = %d, want %d", got, tc.want)
+			}
+			if _, err := New(context.Background(), http.NotFoundHandler(), c, "queue-share-"+tc.desc); err != nil {
+				t.Errorf("New with limiter.maxQueuePerPartition %q: %v", tc.share, err)
+			}
+		})
 	}
 }
 

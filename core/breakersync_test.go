@@ -14,8 +14,26 @@ import (
 
 // Two instances sharing a store: a breaker that trips on one opens on the other at its next
 // origin fetch, without waiting for failures of its own. Another middleware sharing the
-// store keeps its own breaker.
+// store keeps its own breaker. For each scope: the deadline is written under the breaker's
+// key, which names the host (host, the default), or is empty (engine).
 func TestBreakerDeadlineSharedThroughTheStore(t *testing.T) {
+	tests := []struct {
+		desc  string
+		scope string
+	}{
+		{desc: "host, the default", scope: ""},
+		{desc: "engine", scope: breaker.ScopeEngine},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			checkDeadlineShared(t, tc.scope)
+		})
+	}
+}
+
+// checkDeadlineShared is TestBreakerDeadlineSharedThroughTheStore under one scope.
+func checkDeadlineShared(t *testing.T, scope string) {
+	t.Helper()
 	clock := newFakeClock()
 	shared := store.NewMemory(store.MemorySettings{})
 	failing := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
@@ -26,26 +44,27 @@ func TestBreakerDeadlineSharedThroughTheStore(t *testing.T) {
 		w.Write([]byte("ok"))
 	})
 	settings := func() Settings {
-		return Settings{Now: clock.Now, Store: shared, StoreID: "shared"}
+		return Settings{Now: clock.Now, Store: shared, StoreID: "shared", Breaker: breaker.Settings{Scope: scope}}
 	}
 	a := newTestHandler(t, settings(), failing)
 	b := newTestHandler(t, settings(), healthy)
 	// Two instances of one middleware: one process holds one engine per name, so the test
 	// gives B's engine A's name in the shared keys.
 	b.e.breakerSync.prefix = a.e.breakerSync.prefix
+	key := breaker.ScopeKey(a.s.Breaker.Scope, "example.com")
 
 	for i := 0; i < breaker.DefaultMinRequests; i++ {
 		do(t, a, http.MethodGet, "http://example.com/fail/"+itoa(int64(i)))
 	}
-	if got := a.e.breaker.State(clock.Now()); got != breaker.StateOpen {
+	if got := a.e.breakers.Get(key, clock.Now()).State(clock.Now()); got != breaker.StateOpen {
 		t.Fatalf("instance A's breaker is %s after %d failures, want open", breaker.StateName(got), breaker.DefaultMinRequests)
 	}
-	waitStored(t, shared, a.e.breakerSync.prefix+a.e.breaker.Key())
+	waitStored(t, shared, a.e.breakerSync.prefix+key)
 
 	// B's next origin fetch reads the shared deadline in the background.
 	do(t, b, http.MethodGet, "http://example.com/ok/1")
 	waitFor(t, "instance B to adopt A's open deadline", func() bool {
-		return b.e.breaker.State(clock.Now()) == breaker.StateOpen
+		return b.e.breakers.Get(key, clock.Now()).State(clock.Now()) == breaker.StateOpen
 	})
 	w := do(t, b, http.MethodGet, "http://example.com/ok/2")
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
@@ -75,7 +94,7 @@ func TestBreakerSharedDeadlineCappedAtMaxOpenFor(t *testing.T) {
 		w.Write([]byte("ok"))
 	})
 	h := newTestHandler(t, Settings{Now: clock.Now, Store: shared, StoreID: "shared", Log: func(msg string) { logs.add(msg) },
-		Breaker: breaker.Settings{MaxOpenFor: maxOpenFor}}, healthy)
+		Breaker: breaker.Settings{MaxOpenFor: maxOpenFor, Scope: breaker.ScopeEngine}}, healthy)
 	bs := h.e.breakerSync
 	yearAhead := clock.Now().Add(365 * 24 * time.Hour)
 	if err := shared.Set(context.Background(), bs.prefix+h.e.breaker.Key(), &store.Entry{Pass: true, Born: yearAhead, FreshUntil: yearAhead, KeepUntil: yearAhead}); err != nil {

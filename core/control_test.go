@@ -22,7 +22,7 @@ func TestOperatorOpensAndClosesTheBreaker(t *testing.T) {
 		w.Header().Set("Cache-Control", "max-age=60")
 		w.Write([]byte("ok"))
 	})
-	h := newTestHandler(t, Settings{Now: clock.Now, Store: shared, StoreID: "ops"}, o)
+	h := newTestHandler(t, Settings{Now: clock.Now, Store: shared, StoreID: "ops", Breaker: breaker.Settings{Scope: breaker.ScopeEngine}}, o)
 	name := h.e.name
 
 	if err := OpenBreaker(name, "example.com", 30*time.Second); err != nil {

@@ -370,7 +370,7 @@ func (s *sink) writeHeader(status int, h http.Header, detail string) {
 }
 
 // write relays p and flushes it: Yaegi hands compiled code a plain ResponseWriter for a
-// writer defined here, so the origin's own flushes never reach the client (YAEGI.md).
+// writer defined here, so the origin's own flushes never reach the client (docs/yaegi.md).
 func (s *sink) write(p []byte) (int, error) {
 	s.mu.Lock()
 	if s.detached {

@@ -60,15 +60,16 @@ func refusedAny(f refusal) bool {
 }
 
 // enter asks the gate to let a request for host, in partition part, through to the origin:
-// the breaker, then a slot (the upload pool when the request has a body). A closed breaker of
-// scope engine, for a caller that records nothing, is one atomic load and no permit: only a
+// the breaker, then a slot (the upload pool when the request has a body). For a caller that
+// records nothing, breakers that are all closed are one atomic load and no permit: only a
 // probe's outcome would be recorded, and a closed breaker hands out none.
 func enter(h *Handler, ctx context.Context, part, host string, upload bool, way int) (*ticket, refusal) {
 	t := &ticket{record: way&wayRecord != 0}
-	b := h.e.breaker
-	if t.record || b == nil || !breaker.Closed(b) {
+	// While every breaker of the engine is closed, one atomic load whatever breaker.scope is
+	// (breaker.AllClosed): finding host's breaker costs interpreted calls and a lock.
+	if t.record || !breaker.AllClosed(h.e.breakers) {
 		now := h.s.Now()
-		b = breakerOf(h.e, host, now)
+		b := breakerOf(h.e, host, now)
 		if h.mem == nil {
 			h.observeShared(b.Key(), now)
 		}
@@ -135,6 +136,11 @@ func breakerOf(e *engine, host string, now time.Time) *breaker.Breaker {
 // breakerOpen tells whether host's upstream's breaker holds fetches back now: open, or half
 // open with its probe out.
 func (h *Handler) breakerOpen(host string, now time.Time) bool {
+	// Every breaker closed, the common case: no lookup of host's, which with breakers per
+	// host (the default) takes the group's lock and interpreted calls on every leader's miss.
+	if breaker.AllClosed(h.e.breakers) {
+		return false
+	}
 	return breakerOf(h.e, host, now).State(now) != breaker.StateClosed
 }
 

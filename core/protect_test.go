@@ -240,6 +240,88 @@ func TestBreakerOpenRefusesOrServesStale(t *testing.T) {
 	}
 }
 
+// TestBreakerScopes: which requests a breaker tripped by example.com's failures holds back,
+// by breaker.scope. One middleware is often attached to the routers of many hosts, so by
+// default (host) a failing backend leaves the others alone. Both a fetch of a cold key and a
+// pass-through request for a hit-for-pass key are checked: they take different paths.
+func TestBreakerScopes(t *testing.T) {
+	// Hosts: the failing one, a sibling under the same registrable domain, and another domain.
+	hosts := []string{"example.com", "www.example.com", "example.net"}
+	tests := []struct {
+		desc  string
+		scope string
+		held  []bool // per host, whether its requests are refused with circuit-open
+	}{
+		{desc: "the default is host", scope: "", held: []bool{true, false, false}},
+		{desc: "host", scope: breaker.ScopeHost, held: []bool{true, false, false}},
+		{desc: "domain", scope: breaker.ScopeDomain, held: []bool{true, true, false}},
+		{desc: "engine", scope: breaker.ScopeEngine, held: []bool{true, true, true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			clock := newFakeClock()
+			s := protectSettings(clock, &testLog{})
+			s.Breaker.Scope = tc.scope
+			o := newScriptOrigin(t, protectAnswer)
+			h := newTestHandler(t, s, o)
+			for _, host := range hosts {
+				h.markPass("http://"+host+"/ok/pass", clock.Now())
+			}
+			tripBreaker(t, h, o)
+			for i, host := range hosts {
+				for _, path := range []string{"/ok/cold", "/ok/pass"} {
+					before := o.callCount()
+					w := do(t, h, http.MethodGet, "http://"+host+path)
+					cs := w.Header().Get("Cache-Status")
+					if !tc.held[i] {
+						if w.Code != http.StatusOK || o.callCount() != before+1 {
+							t.Errorf("%s%s: %d %q, origin calls +%d; want 200 from the origin: its breaker is not the failing host's",
+								host, path, w.Code, cs, o.callCount()-before)
+						}
+						continue
+					}
+					if w.Code != http.StatusServiceUnavailable || !strings.HasSuffix(cs, "; detail=circuit-open") || w.Header().Get("Retry-After") == "" {
+						t.Errorf("%s%s: %d %q, Retry-After %q; want 503 circuit-open with Retry-After",
+							host, path, w.Code, cs, w.Header().Get("Retry-After"))
+					}
+					if got := o.callCount(); got != before {
+						t.Errorf("%s%s: origin calls +%d with its breaker open, want none", host, path, got-before)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPassThroughWhileEveryBreakerIsClosed: with breakers per host (the default), a
+// pass-through request finds no breaker while every breaker of the engine is closed, one
+// atomic load (breaker.AllClosed) rather than a lookup and a lock; once one is open, each
+// pass-through request asks its own host's breaker.
+func TestPassThroughWhileEveryBreakerIsClosed(t *testing.T) {
+	clock := newFakeClock()
+	o := newScriptOrigin(t, protectAnswer)
+	h := newTestHandler(t, protectSettings(clock, &testLog{}), o)
+	h.markPass("http://a.example/ok/pass", clock.Now())
+	h.markPass("http://example.com/ok/pass", clock.Now())
+	w := do(t, h, http.MethodGet, "http://a.example/ok/pass")
+	wantAnswer(t, w, http.StatusOK, "Weir; fwd=uri-miss; detail=uncacheable", "ok")
+	if n := h.e.breakers.Len(); n != 0 {
+		t.Errorf("breakers after a pass-through request with none open = %d, want 0: it looked its breaker up", n)
+	}
+
+	tripBreaker(t, h, o)
+	w = do(t, h, http.MethodGet, "http://a.example/ok/pass")
+	wantAnswer(t, w, http.StatusOK, "Weir; fwd=uri-miss; detail=uncacheable", "ok")
+	if _, ok := h.e.breakers.Lookup(breaker.ScopeKey(breaker.ScopeHost, "a.example")); !ok {
+		t.Errorf("with example.com's breaker open, a.example's pass-through request did not ask its own breaker")
+	}
+	w = do(t, h, http.MethodGet, "http://example.com/ok/pass")
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Errorf("example.com's pass-through request with its breaker open: %d, Retry-After %q; want 503 with Retry-After",
+			w.Code, w.Header().Get("Retry-After"))
+	}
+}
+
 // TestBreakerProbe: once the open period ends exactly one probe goes to the origin; while it
 // is out others are refused with Retry-After 1; a failed probe reopens the breaker for twice
 // as long, a successful one closes it (FR-CB-3, FR-CB-4).

@@ -29,7 +29,7 @@ type engine struct {
 	closer    interface{ Close() error }
 	breakers  *breaker.Group
 	// breaker is the one breaker of scope engine, found once: scope lookups cost
-	// interpreted calls on every origin fetch. Nil for the host and domain scopes.
+	// interpreted calls on every origin fetch. Nil for the host (default) and domain scopes.
 	breaker *breaker.Breaker
 	// breakerSync shares the breakers' open deadlines through a shared store.
 	breakerSync *breakerSync
@@ -127,7 +127,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 	} else {
 		e.breakerSync.setStore(nil, s.Log)
 	}
-	if s.Breaker.Scope == "" || s.Breaker.Scope == breaker.ScopeEngine {
+	if s.Breaker.Scope == breaker.ScopeEngine {
 		e.breaker = e.breakers.Get(breaker.ScopeKey(breaker.ScopeEngine, ""), time.Time{})
 	}
 	if old.neg != nil && old.negConf == e.negConf {

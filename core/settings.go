@@ -67,7 +67,8 @@ type Settings struct {
 	Limiter limit.Settings
 
 	// Breaker is the circuit breaker (FR-CB-1..5); zero fields are its defaults. Its Scope
-	// says whether one breaker watches the engine, each host or each registrable domain.
+	// says whether one breaker watches the engine, each host (empty: the default) or each
+	// registrable domain.
 	Breaker breaker.Settings
 	// BreakerCountStatus500 makes a 500 count as a failure; by default it is the origin
 	// answering.
@@ -131,6 +132,11 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.StoreTimeout <= 0 {
 		s.StoreTimeout = DefaultStoreTimeout
+	}
+	// One spelling of each scope ("" and "Host" are "host"): the engine compares breaker
+	// settings across reloads, and finds breakers with ScopeKey under this scope.
+	if scope, err := breaker.ParseScope(s.Breaker.Scope); err == nil {
+		s.Breaker.Scope = scope
 	}
 	if s.Now == nil {
 		s.Now = time.Now

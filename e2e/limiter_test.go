@@ -374,6 +374,94 @@ func TestLimiterSlowUploads(t *testing.T) {
 	}
 }
 
+// TestLimiterQueuePerPartition: limiter.maxQueuePerPartition, set as labels set it, reaches
+// the limiter through Traefik. With one slot and one queue place for a path, and the one
+// origin fetch held, of two more queries on the path one waits and the other is shed at
+// once with 503 partition-queue-full and Retry-After, while the queue (1,024) has room
+// and another path goes straight through; released, the held and the waiting query are
+// answered (FR-LIM-3). With the default share (128) nothing would be shed.
+func TestLimiterQueuePerPartition(t *testing.T) {
+	o := newOrigin(t)
+	release := make(chan struct{})
+	entered := make(chan string, 8)
+	o.Handle("/qp/search", func(w http.ResponseWriter, r *http.Request) {
+		entered <- r.URL.RawQuery
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, r.URL.Path)
+	})
+	o.Handle("/qp/other", answer("max-age=60", "/qp/other"))
+	conf := specConfig()
+	conf["limiter"] = map[string]interface{}{
+		"maxConcurrent": "4", "maxPerPartition": "1", "maxQueuePerPartition": "1", "maxQueueWait": "30s",
+	}
+	tr := startTraefik(t, o, cachedRoute("qp", "/qp/", "weir-qp", conf))
+	limLogPanics(t, tr)
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+
+	replies := make(chan limReply, 3)
+	async := func(path string) {
+		go func() {
+			r, err := limGet(context.Background(), tr, path)
+			if err != nil {
+				r.status = -1
+				r.body = err.Error()
+			}
+			replies <- r
+		}()
+	}
+	async("/qp/search?q=1")
+	select {
+	case q := <-entered:
+		if q != "q=1" {
+			t.Fatalf("the origin saw %q first, want q=1", q)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("GET /qp/search?q=1 never reached the origin: hangs")
+	}
+	async("/qp/search?q=2")
+	async("/qp/search?q=3")
+	var shed limReply
+	select {
+	case shed = <-replies:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("neither q=2 nor q=3 was shed while q=1 held the slot: hangs (limiter.maxQueuePerPartition did not reach the limiter)")
+	}
+	t.Logf("shed: %s %d %q Retry-After %q in %v", shed.path, shed.status, shed.cs, shed.retry, shed.took.Round(time.Millisecond))
+	if shed.status != http.StatusServiceUnavailable || shed.cs.params["detail"] != "partition-queue-full" || shed.retry == "" {
+		t.Errorf("%s while the path's one queue place was taken: status %d, Cache-Status %q, Retry-After %q; want 503 detail=partition-queue-full with Retry-After",
+			shed.path, shed.status, shed.cs, shed.retry)
+	}
+	if r := get(t, tr, "/qp/other"); r.status != http.StatusOK {
+		t.Errorf("GET /qp/other while /qp/search was held: status %d (%s), want 200", r.status, r.cacheStatus())
+	}
+
+	close(release)
+	released = true
+	for i := 0; i < 2; i++ {
+		select {
+		case r := <-replies:
+			if r.status != http.StatusOK || r.body != "/qp/search" {
+				t.Errorf("%s after the release: status %d, body %q, Cache-Status %q; want 200 from the origin", r.path, r.status, short(r.body), r.cs)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the held and the queued query were not answered after the release: hangs")
+		}
+	}
+	if n := o.Count("/qp/search"); n != 2 {
+		t.Errorf("origin requests for /qp/search = %d, want 2 (the held query and the queued one)", n)
+	}
+}
+
 // limReply is one answer seen by limBurst.
 type limReply struct {
 	path   string

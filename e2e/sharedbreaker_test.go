@@ -78,9 +78,10 @@ func circuitOpen(r reply) bool {
 	return r.status == http.StatusServiceUnavailable && r.cacheStatus().params["detail"] == "circuit-open"
 }
 
-// TestSharedBreaker: A and B share one Redis (breaker minRequests 20, openFor 5s, negative
-// entries for 1ns so they never answer in the breaker's place). 25 failing GETs through A
-// open A's breaker, which writes its deadline to Redis. B, fetching a new cacheable URL every
+// TestSharedBreaker: A and B share one Redis (breaker minRequests 20, openFor 5s, scope host
+// by default: A and B are asked for one Host, so one breaker key; negative entries for 1ns
+// so they never answer in the breaker's place). 25 failing GETs through A open A's breaker,
+// which writes its deadline to Redis. B, fetching a new cacheable URL every
 // 50ms, must then answer 503 circuit-open within 1s of A, having let few requests through to
 // the origin meanwhile. A second middleware on the same Redis must not be opened by it.
 func TestSharedBreaker(t *testing.T) {
@@ -204,9 +205,9 @@ func TestSharedBreaker(t *testing.T) {
 		t.Errorf("origin saw %d /ok requests from B while its breaker was open, want 0", got)
 	}
 
-	// Another middleware sharing the Redis has a breaker of its own (scope engine): A's trip
-	// must not open it. Its first fetch starts a read of the shared deadline; the next ones
-	// would see what that read found.
+	// Another middleware sharing the Redis has breakers of its own, for the same host (the
+	// default scope, host): A's trip must not open them. Its first fetch starts a read of the
+	// shared deadline; the next ones would see what that read found.
 	var otherOpen []string
 	for i := 1; i <= 4; i++ {
 		r := callT(t, b, http.MethodGet, fmt.Sprintf("/other/%d", i))
@@ -218,8 +219,7 @@ func TestSharedBreaker(t *testing.T) {
 	t.Logf("B, middleware weir-sb-other: %d of 4 GETs refused, origin saw %d", len(otherOpen), others.total())
 	if len(otherOpen) > 0 {
 		t.Errorf("weir-sb's breaker opened on A also opened weir-sb-other's on B, another middleware with "+
-			"its own upstream: engine-scope breakers share the key %q in the store (breaker.ScopeKey gives \"\" "+
-			"to every engine; core/breakersync.go tripped/observeShared add no middleware name); %s",
-			"\\x00breaker:", strings.Join(otherOpen, "; "))
+			"its own upstream: breakers of one host (or of scope engine) share their key in the store unless "+
+			"core/breakersync.go puts the middleware name in it; %s", strings.Join(otherOpen, "; "))
 	}
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs Weir's tests under Yaegi v0.16.1, the interpreter Traefik runs the plugin in.
-# Usage: scripts/yaegi-test.sh [package dir ...]   (default: the root package and every core package)
+# Usage: scripts/yaegi-test.sh [package dir ...]   (default: the root package, every core package
+# and the test-only packages under internal/ that core's tests import)
 #
 # Yaegi resolves imports in GOPATH mode, as Traefik does for a plugin, so the repository is
 # linked into a throwaway GOPATH under its module path.
@@ -21,7 +22,7 @@ ln -s "$root" "$gopath/src/$module"
 
 if [ $# -eq 0 ]; then
   set -- .
-  while IFS= read -r d; do set -- "$@" "$d"; done < <(cd "$root" && find core -name '*_test.go' -printf '%h\n' | sort -u)
+  while IFS= read -r d; do set -- "$@" "$d"; done < <(cd "$root" && find core internal -name '*_test.go' -printf '%h\n' | sort -u)
 fi
 
 failed=0

@@ -79,12 +79,14 @@ type Breaker struct {
 	key string
 	s   Settings // defaults applied
 
-	// trippedFlag mirrors tripped for Closed, which reads it without the lock; written
-	// with mu held.
-	trippedFlag int32
-
 	// mu guards every field below.
 	mu sync.Mutex
+	// notClosed is the count of breakers not closed of the Group that holds b, which b
+	// keeps: one more when it opens, one less when it closes. Nil for a breaker made by New
+	// and for one its Group evicted (which took it out of the count). The count, not the
+	// Group: a pointer from Breaker to Group, which holds breakers through its self-linked
+	// nodes, makes Yaegi v0.16.1 panic on building a node (docs/yaegi.md).
+	notClosed *int32
 	// gen changes with every change of state (trip, probe handed out, close, adopted or forced
 	// deadline); a result whose permit carries another generation is late and ignored.
 	gen uint64
@@ -122,14 +124,6 @@ func newBreaker(key string, s Settings) *Breaker {
 // Key returns the key the breaker was made for.
 func (b *Breaker) Key() string {
 	return b.key
-}
-
-// Closed tells, without taking the lock, whether b is closed: a caller that records no
-// outcome (a pass-through request) may then go ahead without a permit. A function rather
-// than a method: in Yaegi a method call costs several times a function call, and this one
-// runs on every pass-through request.
-func Closed(b *Breaker) bool {
-	return atomic.LoadInt32(&b.trippedFlag) == 0
 }
 
 // Allow says whether a fetch may go to the origin now. A closed breaker allows every fetch;
@@ -366,8 +360,10 @@ func (b *Breaker) trip(now time.Time, base time.Duration, r float64) time.Time {
 // open sets the open deadline and starts a new generation. b.mu must be held.
 func (b *Breaker) open(until time.Time) {
 	b.gen++
+	if !b.tripped && b.notClosed != nil {
+		atomic.AddInt32(b.notClosed, 1)
+	}
 	b.tripped = true
-	atomic.StoreInt32(&b.trippedFlag, 1)
 	b.openUntil = until
 	b.probing = false
 	if b.openFor == 0 {
@@ -378,8 +374,10 @@ func (b *Breaker) open(until time.Time) {
 // close closes the breaker, clears its counts and starts a new generation. b.mu must be held.
 func (b *Breaker) close() {
 	b.gen++
+	if b.tripped && b.notClosed != nil {
+		atomic.AddInt32(b.notClosed, -1)
+	}
 	b.tripped = false
-	atomic.StoreInt32(&b.trippedFlag, 0)
 	b.openUntil = time.Time{}
 	b.openFor = 0
 	b.probing = false

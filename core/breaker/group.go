@@ -3,6 +3,7 @@ package breaker
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +25,11 @@ type node struct {
 type Group struct {
 	s Settings // validated, defaults applied
 
+	// notClosed counts the group's breakers that are open or half-open, for AllClosed,
+	// which reads it without a lock. Each breaker changes it with its own mu held, as it
+	// opens or closes; an eviction takes an open breaker out of it.
+	notClosed *int32
+
 	// mu guards nodes and the recency list. Lock order: a Group's mu, then a Breaker's.
 	mu    sync.Mutex
 	nodes map[string]*node
@@ -37,7 +43,7 @@ func NewGroup(s Settings) (*Group, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	return &Group{s: s.withDefaults(), nodes: make(map[string]*node)}, nil
+	return &Group{s: s.withDefaults(), nodes: make(map[string]*node), notClosed: new(int32)}, nil
 }
 
 // Get returns the breaker for key, making a closed one if there is none.
@@ -55,11 +61,24 @@ func (g *Group) Get(key string, now time.Time) *Breaker {
 	if len(g.nodes) >= g.s.MaxBreakers {
 		g.evict(now)
 	}
-	n = &node{key: key, b: newBreaker(key, g.s)}
+	b := newBreaker(key, g.s)
+	b.notClosed = g.notClosed
+	n = &node{key: key, b: b}
 	g.nodes[key] = n
 	g.pushFront(n)
 	g.mu.Unlock()
 	return n.b
+}
+
+// AllClosed tells, with one atomic load and no lock, whether every breaker of g is closed:
+// a caller that records no outcome (a pass-through request) may then go ahead without
+// finding its breaker or asking it for a permit. While any breaker of g is open or half-open
+// it reports false, and the caller asks the breaker of its own upstream.
+//
+// A function rather than a method: in Yaegi a method call costs several times a function
+// call (docs/yaegi.md), and this one runs on every pass-through request.
+func AllClosed(g *Group) bool {
+	return atomic.LoadInt32(g.notClosed) == 0
 }
 
 // Lookup returns the breaker for key without making one.
@@ -123,6 +142,15 @@ func (g *Group) evict(now time.Time) {
 	}
 	g.unlink(victim)
 	delete(g.nodes, victim.key)
+	// No request finds an evicted breaker again; one still open must not hold AllClosed
+	// false until it closes, which it may never do.
+	b := victim.b
+	b.mu.Lock()
+	if b.tripped && b.notClosed != nil {
+		atomic.AddInt32(b.notClosed, -1)
+	}
+	b.notClosed = nil
+	b.mu.Unlock()
 }
 
 // pushFront makes n the most recently used. g.mu must be held.

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -134,5 +135,118 @@ func TestGroupObserveAndSnapshot(t *testing.T) {
 	}
 	if len(keys) != 1 || keys[0] != "a" {
 		t.Errorf("OnTrip keys = %v, want [a]", keys)
+	}
+}
+
+// TestAllClosed: AllClosed is true exactly while no breaker of the group is open or
+// half-open, whatever opened or closed them (trip, probe, Observe, ForceOpen, ForceClose),
+// and counts each breaker once however often it opens or closes again.
+func TestAllClosed(t *testing.T) {
+	g := newTestGroup(t, Settings{})
+	a := g.Get("a", t0)
+	b := g.Get("b", t0)
+	later := t0.Add(DefaultOpenFor + time.Second)
+	var probe Permit
+	steps := []struct {
+		desc string
+		do   func()
+		want bool
+	}{
+		{desc: "two closed breakers", do: func() {}, want: true},
+		{desc: "a trips", do: func() { tripAt(t, a, t0) }, want: false},
+		{desc: "b opened by hand as well", do: func() { b.ForceOpen(t0, time.Minute) }, want: false},
+		{desc: "b opened again while open", do: func() { b.ForceOpen(t0, 2*time.Minute) }, want: false},
+		{desc: "b closed by hand, a still open", do: func() { b.ForceClose(t0) }, want: false},
+		{desc: "b closed again while closed", do: func() { b.ForceClose(t0) }, want: false},
+		{desc: "a half-open with its probe out", do: func() { probe = a.Allow(later) }, want: false},
+		{desc: "a's probe fails", do: func() { a.Record(probe, true, later) }, want: false},
+		{desc: "a's next probe succeeds", do: func() {
+			at := later.Add(time.Hour)
+			a.Record(a.Allow(at), false, at)
+		}, want: true},
+		{desc: "b adopts another instance's deadline", do: func() { g.Observe("b", t0.Add(time.Minute), t0) }, want: false},
+		{desc: "b closed by hand", do: func() { b.ForceClose(t0) }, want: true},
+		{desc: "a breaker made on the way opens", do: func() { g.Get("c", t0).ForceOpen(t0, time.Minute) }, want: false},
+		{desc: "and closes", do: func() { g.Get("c", t0).ForceClose(t0) }, want: true},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := AllClosed(g); got != st.want {
+			t.Fatalf("%s: AllClosed() = %t, want %t (states a=%s b=%s)", st.desc, got, st.want,
+				StateName(a.State(t0)), StateName(b.State(t0)))
+		}
+	}
+}
+
+// TestAllClosedForgetsEvicted: an open breaker the group evicts no longer holds AllClosed
+// false (no request finds it again, and it may never close), and what it does afterwards
+// does not count.
+func TestAllClosedForgetsEvicted(t *testing.T) {
+	g := newTestGroup(t, Settings{MaxBreakers: 1})
+	x := g.Get("x", t0)
+	x.ForceOpen(t0, time.Minute)
+	if AllClosed(g) {
+		t.Fatalf("AllClosed() = true with x open, want false")
+	}
+	g.Get("y", t0)
+	if _, ok := g.Lookup("x"); ok {
+		t.Fatalf("x was not evicted")
+	}
+	if !AllClosed(g) {
+		t.Errorf("AllClosed() = false after the open x was evicted, want true")
+	}
+	x.ForceClose(t0)
+	x.ForceOpen(t0, time.Minute)
+	if !AllClosed(g) {
+		t.Errorf("AllClosed() = false after the evicted x opened again, want true")
+	}
+	g.Get("y", t0).ForceOpen(t0, time.Minute)
+	if AllClosed(g) {
+		t.Errorf("AllClosed() = true with y open, want false: the count went below zero")
+	}
+	if alone, err := New("alone", Settings{}); err != nil {
+		t.Fatalf("New() error = %v", err)
+	} else {
+		alone.ForceOpen(t0, time.Minute)
+		alone.ForceClose(t0)
+	}
+}
+
+// TestAllClosedCounterUnderContention: breakers opening and closing on several goroutines
+// while new keys evict them leave the count exact: zero once every breaker has closed.
+func TestAllClosedCounterUnderContention(t *testing.T) {
+	g := newTestGroup(t, Settings{MaxBreakers: 3})
+	const workers, rounds = 4, 200
+	done := make(chan struct{}, workers+1)
+	for w := 0; w < workers; w++ {
+		key := "w" + strconv.Itoa(w)
+		go func() {
+			for i := 0; i < rounds; i++ {
+				b := g.Get(key, t0)
+				b.ForceOpen(t0, time.Minute)
+				AllClosed(g)
+				b.ForceClose(t0)
+			}
+			done <- struct{}{}
+		}()
+	}
+	go func() {
+		for i := 0; i < rounds; i++ {
+			g.Get("flood"+strconv.Itoa(i), t0)
+		}
+		done <- struct{}{}
+	}()
+	for i := 0; i < workers+1; i++ {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("workers hang")
+		}
+	}
+	if n := atomic.LoadInt32(g.notClosed); n != 0 {
+		t.Errorf("count of breakers not closed = %d with every breaker closed, want 0", n)
+	}
+	if !AllClosed(g) {
+		t.Errorf("AllClosed() = false with every breaker closed, want true")
 	}
 }

@@ -13,8 +13,8 @@ var secondLevels = map[string]bool{
 
 // ScopeKey returns the key of the breaker that guards fetches to host under scope:
 //
-//   - ScopeEngine (and any other value): "", one breaker for the engine.
-//   - ScopeHost: the host in ASCII lower case, without port or trailing dots; an IPv4 literal
+//   - ScopeEngine (and any value other than those below): "", one breaker for the engine.
+//   - ScopeHost, and the empty scope (the default, as in ParseScope): the host in ASCII lower case, without port or trailing dots; an IPv4 literal
 //     as is, an IPv6 literal in its shortest form between brackets ("[2001:db8::1]").
 //   - ScopeDomain: the registrable domain of the host, so that a.example.co.uk and
 //     b.example.co.uk share one breaker. IP literals, and names whose last label is all
@@ -31,7 +31,7 @@ var secondLevels = map[string]bool{
 // Applied to its own result, ScopeKey returns the same key.
 func ScopeKey(scope, host string) string {
 	switch scope {
-	case ScopeHost:
+	case ScopeHost, "":
 		return hostKey(host)
 	case ScopeDomain:
 		return domainKey(hostKey(host))

@@ -39,7 +39,9 @@ const (
 const (
 	// ScopeEngine gives the whole engine one breaker: every upstream fails together.
 	ScopeEngine = "engine"
-	// ScopeHost gives each upstream host its own breaker.
+	// ScopeHost gives each upstream host its own breaker: the default, since one middleware
+	// is often attached to the routers of many hosts (one Docker label each), and one failing
+	// backend must not refuse the requests of a healthy one.
 	ScopeHost = "host"
 	// ScopeDomain gives each registrable domain its own breaker (see ScopeKey).
 	ScopeDomain = "domain"
@@ -78,7 +80,7 @@ type Settings struct {
 	// ProbeTimeout is how long a probe may stay out without a result before another probe is
 	// let through. Zero: DefaultProbeTimeout.
 	ProbeTimeout time.Duration
-	// Scope is ScopeEngine, ScopeHost or ScopeDomain (see ParseScope). Empty: ScopeEngine.
+	// Scope is ScopeEngine, ScopeHost or ScopeDomain (see ParseScope). Empty: ScopeHost.
 	// The breaker itself ignores it; the engine uses it with ScopeKey and a Group.
 	Scope string
 	// MaxBreakers bounds how many breakers a Group holds. Zero: DefaultMaxBreakers.
@@ -95,13 +97,13 @@ type Settings struct {
 	OnTrip func(key string, openUntil time.Time)
 }
 
-// ParseScope returns the scope named by s (case-insensitive; empty selects ScopeEngine), or
+// ParseScope returns the scope named by s (case-insensitive; empty selects ScopeHost), or
 // an error naming the value.
 func ParseScope(s string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", ScopeEngine:
+	case ScopeEngine:
 		return ScopeEngine, nil
-	case ScopeHost:
+	case "", ScopeHost:
 		return ScopeHost, nil
 	case ScopeDomain:
 		return ScopeDomain, nil
@@ -174,7 +176,7 @@ func (s Settings) withDefaults() Settings {
 	}
 	scope, err := ParseScope(s.Scope)
 	if err != nil {
-		scope = ScopeEngine
+		scope = ScopeHost
 	}
 	s.Scope = scope
 	if s.Rand == nil {

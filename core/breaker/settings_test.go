@@ -12,7 +12,7 @@ func TestSettingsDefaults(t *testing.T) {
 	if d.Window != 10*time.Second || d.MinRequests != 20 || d.FailureRatio != 0.5 ||
 		d.OpenFor != 5*time.Second || d.MaxOpenFor != 60*time.Second || d.Jitter != 0.2 ||
 		d.ProbeTimeout != DefaultProbeTimeout || d.MaxBreakers != DefaultMaxBreakers ||
-		d.Scope != ScopeEngine || d.Rand == nil {
+		d.Scope != ScopeHost || d.Rand == nil {
 		t.Errorf("withDefaults() = %+v, want the documented defaults", d)
 	}
 	if r := d.Rand(); r < 0 || r >= 1 {
@@ -78,7 +78,7 @@ func TestParseScope(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{desc: "empty is engine", in: "", want: ScopeEngine},
+		{desc: "empty is host", in: "", want: ScopeHost},
 		{desc: "engine", in: "engine", want: ScopeEngine},
 		{desc: "host", in: "host", want: ScopeHost},
 		{desc: "domain in capitals with spaces", in: " DOMAIN ", want: ScopeDomain},

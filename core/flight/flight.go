@@ -19,12 +19,11 @@ import (
 	"time"
 )
 
-// Errors a flight may deliver or a wait may return.
+// Errors a flight may deliver. The package has no wait of its own to time out: each caller
+// waits on Done with its own context and bound, and gives up alone.
 var (
 	// ErrPanic wraps a panic recovered from a fetch.
 	ErrPanic = errors.New("flight: fetch panicked")
-	// ErrTimeout is returned by Wait when its bound passes before the fetch ends.
-	ErrTimeout = errors.New("flight: wait timed out")
 )
 
 // DefaultLeaderMaxAge is used when Settings.LeaderMaxAge is zero.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirproxy/weir/core/internal/redistest"
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/internal/redistest"
 )
 
 // nearSize is the near tier's budget in these tests.

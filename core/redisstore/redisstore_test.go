@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirproxy/weir/core/internal/redistest"
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/internal/redistest"
 )
 
 // callWait bounds the calls of tests that expect them to succeed.
