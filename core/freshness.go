@@ -198,21 +198,11 @@ func parseAge(lines []string) (seconds int64, ok bool) {
 	if len(lines) > 1 {
 		return 0, false
 	}
-	v := lines[0]
-	first := v
-	rest := ""
-	if i := strings.IndexByte(v, ','); i >= 0 {
-		first = v[:i]
-		rest = v[i+1:]
-	}
+	first, rest, _ := strings.Cut(lines[0], ",")
 	first = strings.TrimSpace(first)
 	for rest != "" {
-		member := rest
-		rest = ""
-		if i := strings.IndexByte(member, ','); i >= 0 {
-			rest = member[i+1:]
-			member = member[:i]
-		}
+		var member string
+		member, rest, _ = strings.Cut(rest, ",")
 		if strings.TrimSpace(member) == first {
 			return 0, false
 		}

@@ -86,12 +86,8 @@ func parseRange(v string, size int64) (first, last int64, answer int) {
 	spec := ""
 	rest := v[6:]
 	for rest != "" {
-		member := rest
-		rest = ""
-		if i := strings.IndexByte(member, ','); i >= 0 {
-			rest = member[i+1:]
-			member = member[:i]
-		}
+		var member string
+		member, rest, _ = strings.Cut(rest, ",")
 		member = strings.Trim(member, " \t")
 		if member == "" {
 			continue
