@@ -175,16 +175,7 @@ func TestQuietConcurrentUse(t *testing.T) {
 			}
 		}(g)
 	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("concurrent Quiet, Allow and Record hang")
-	}
+	waitAll(t, &wg, "concurrent Quiet, Allow and Record")
 	end := t0.Add(time.Hour)
 	if st := b.Status(end); st.State == StateClosed && (st.Failures == 0) != (Quiet(b) != 0) {
 		t.Errorf("closed with %d failures counted, Quiet() = %d; want quiet exactly when none", st.Failures, Quiet(b))
