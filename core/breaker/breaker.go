@@ -94,8 +94,8 @@ type Status struct {
 type Breaker struct {
 	// quiet is the generation while a success would change nothing: the breaker is closed,
 	// keeps the ConsecutiveFailures rule and counts no failure; 0 otherwise (generations start
-	// at 1). Written with mu held, read without it by Quiet. First in the
-	// struct, where a 64-bit atomic is aligned on 32-bit platforms too.
+	// at 1). Written with mu held, read without it by Quiet. First in the struct, where a
+	// 64-bit atomic is aligned on 32-bit platforms too.
 	quiet uint64
 
 	key string
@@ -228,7 +228,6 @@ func (b *Breaker) Record(p Permit, failed bool, now time.Time) int {
 	if failed {
 		r = b.s.Rand()
 	}
-	change := Tripped
 	var until time.Time
 	b.mu.Lock()
 	if p.gen != b.gen {
@@ -251,23 +250,13 @@ func (b *Breaker) Record(p Permit, failed bool, now time.Time) int {
 			next = b.s.MaxOpenFor
 		}
 		until = b.trip(now, next, r)
-		change = Reopened
 	} else {
 		if b.tripped {
 			b.mu.Unlock()
 			return Unchanged
 		}
 		if b.s.ConsecutiveFailures > 0 {
-			// Written out rather than in a helper: each call costs microseconds in Yaegi.
-			if !failed {
-				b.run = 0
-				atomic.StoreUint64(&b.quiet, b.gen)
-				b.mu.Unlock()
-				return Unchanged
-			}
-			b.run++
-			atomic.StoreUint64(&b.quiet, 0)
-			if b.run < b.s.ConsecutiveFailures {
+			if !countRun(b, failed) {
 				b.mu.Unlock()
 				return Unchanged
 			}
@@ -290,7 +279,25 @@ func (b *Breaker) Record(p Permit, failed bool, now time.Time) int {
 	if b.s.OnTrip != nil {
 		b.s.OnTrip(b.key, until)
 	}
-	return change
+	if p.Probe {
+		return Reopened
+	}
+	return Tripped
+}
+
+// countRun counts a result under ConsecutiveFailures and reports whether the run of failures
+// has reached it. b.mu must be held. A function of its own: Yaegi allocates a slot for every
+// value in Record's body on every call, and written out there this rule cost the ratio
+// rule's callers 15 allocations a Record.
+func countRun(b *Breaker, failed bool) bool {
+	if !failed {
+		b.run = 0
+		atomic.StoreUint64(&b.quiet, b.gen)
+		return false
+	}
+	b.run++
+	atomic.StoreUint64(&b.quiet, 0)
+	return b.run >= b.s.ConsecutiveFailures
 }
 
 // Release hands back a permit whose fetch ended without a result the breaker should count,
