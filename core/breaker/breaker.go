@@ -261,7 +261,7 @@ func (b *Breaker) Record(p Permit, failed bool, now time.Time) int {
 				return Unchanged
 			}
 		} else {
-			b.win.add(now, failed)
+			addResult(&b.win, now, failed)
 			if !failed {
 				b.mu.Unlock()
 				return Unchanged
