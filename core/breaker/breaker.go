@@ -1,6 +1,9 @@
 // Package breaker is Weir's circuit breaker: it watches the results of origin fetches over a
 // sliding window and, when too many fail, keeps fetches from reaching the origin for a while,
 // then lets one probe through to learn whether the origin has recovered (FR-CB-1 to FR-CB-5).
+// With Settings.ConsecutiveFailures it opens on failures in a row instead, the rule of the
+// shared store's breaker (FR-STF-2): one trip rule or the other, the same open periods,
+// probes and generations.
 //
 // A breaker knows nothing of HTTP: the engine decides what counts as a failure, what to serve
 // while a breaker is open, and how to share open deadlines between instances. Its state is a
@@ -59,6 +62,18 @@ type Permit struct {
 	gen uint64
 }
 
+// What Record reports it changed.
+const (
+	// Unchanged: the result was counted, or was late, and the state is as it was.
+	Unchanged = 0
+	// Tripped: a closed breaker opened.
+	Tripped = 1
+	// Reopened: a probe failed and the breaker opened again, for longer.
+	Reopened = 2
+	// Recovered: a probe succeeded and the breaker closed.
+	Recovered = 3
+)
+
 // Status is a snapshot of a breaker for metrics, the admin API and tests.
 type Status struct {
 	Key   string
@@ -66,7 +81,8 @@ type Status struct {
 	// OpenUntil is the open deadline; zero once a probe or an operator has closed the breaker.
 	// In the half-open state it is the deadline that has passed.
 	OpenUntil time.Time
-	// OK and Failures are the results counted in the window (only while closed).
+	// OK and Failures are the results counted in the window (only while closed). Under
+	// ConsecutiveFailures, Failures is the current run of failures and OK is zero.
 	OK       int
 	Failures int
 	// Trips counts the times this breaker opened on its own: trips and failed probes.
@@ -76,6 +92,12 @@ type Status struct {
 // Breaker is one circuit breaker. Its methods are safe for concurrent use and never block
 // beyond one short lock.
 type Breaker struct {
+	// quiet is the generation while a success would change nothing: the breaker is closed,
+	// keeps the ConsecutiveFailures rule and counts no failure; 0 otherwise (generations start
+	// at 1). Written with mu held, read without it by Quiet. First in the struct, where a
+	// 64-bit atomic is aligned on 32-bit platforms too.
+	quiet uint64
+
 	key string
 	s   Settings // defaults applied
 
@@ -105,6 +127,8 @@ type Breaker struct {
 	probeUntil time.Time
 	trips      uint64
 	win        window
+	// run is the failures in a row while closed, under ConsecutiveFailures.
+	run int
 }
 
 // New returns a closed breaker for key (which the breaker only passes to OnTrip), or an
@@ -118,12 +142,36 @@ func New(key string, s Settings) (*Breaker, error) {
 
 // newBreaker builds a breaker from settings already validated and defaulted.
 func newBreaker(key string, s Settings) *Breaker {
-	return &Breaker{key: key, s: s, win: newWindow(s.Window)}
+	b := &Breaker{key: key, s: s, gen: 1, win: newWindow(s.Window)}
+	if s.ConsecutiveFailures > 0 {
+		b.quiet = b.gen
+	}
+	return b
 }
 
 // Key returns the key the breaker was made for.
 func (b *Breaker) Key() string {
 	return b.key
+}
+
+// Quiet returns, without the lock, b's generation while a success would change nothing:
+// b is closed, keeps the ConsecutiveFailures rule and counts no failure. It returns 0
+// otherwise (and always under the ratio rule, where every result counts): then ask Allow.
+//
+// It lets a caller that records successes only when they matter go without a permit and
+// without the lock: a fetch that Quiet let through records a failure, or a success once
+// Quiet returns 0, under QuietPermit(gen); a success while Quiet is not 0 needs no Record,
+// whichever permit it came with. A function rather than a method, returning a generation
+// rather than a Permit: it runs twice on every call to Weir's shared store, where
+// in Yaegi a method call or a struct returned costs several times an integer.
+func Quiet(b *Breaker) uint64 {
+	return atomic.LoadUint64(&b.quiet)
+}
+
+// QuietPermit returns the permit of a fetch let through at gen, a generation Quiet returned:
+// an ordinary allowed permit, which Record and Release take as one from Allow.
+func QuietPermit(gen uint64) Permit {
+	return Permit{Allowed: gen != 0, gen: gen}
 }
 
 // Allow says whether a fetch may go to the origin now. A closed breaker allows every fetch;
@@ -158,12 +206,16 @@ func (b *Breaker) Allow(now time.Time) Permit {
 
 // Record counts the result of a fetch that p allowed: failed says the origin failed by the
 // engine's rules. With MinRequests results in the window and at least FailureRatio of them
-// failed, the breaker opens (FR-CB-2). A probe's success closes the breaker and clears the
-// counts; its failure reopens it for twice as long, up to MaxOpenFor (FR-CB-3, FR-CB-4).
-// Results from before the breaker last changed state are ignored.
-func (b *Breaker) Record(p Permit, failed bool, now time.Time) {
+// failed, the breaker opens (FR-CB-2); under ConsecutiveFailures, with that many failures in
+// a row. A probe's success closes the breaker and clears the counts; its failure reopens it
+// for twice as long, up to MaxOpenFor (FR-CB-3, FR-CB-4). Results from before the breaker
+// last changed state are ignored.
+//
+// Record reports what the result changed (Unchanged, Tripped, Reopened, Recovered), so that
+// a caller may tell of a change once, outside the lock.
+func (b *Breaker) Record(p Permit, failed bool, now time.Time) int {
 	if !p.Allowed {
-		return
+		return Unchanged
 	}
 	// Drawn before the lock: Rand is injected code and runs outside it.
 	r := 0.5
@@ -174,18 +226,18 @@ func (b *Breaker) Record(p Permit, failed bool, now time.Time) {
 	b.mu.Lock()
 	if p.gen != b.gen {
 		b.mu.Unlock()
-		return
+		return Unchanged
 	}
 	if p.Probe {
 		if !b.probing {
 			b.mu.Unlock()
-			return
+			return Unchanged
 		}
 		b.probing = false
 		if !failed {
 			b.close()
 			b.mu.Unlock()
-			return
+			return Recovered
 		}
 		next := 2 * b.openFor
 		if next > b.s.MaxOpenFor {
@@ -195,18 +247,25 @@ func (b *Breaker) Record(p Permit, failed bool, now time.Time) {
 	} else {
 		if b.tripped {
 			b.mu.Unlock()
-			return
+			return Unchanged
 		}
-		b.win.add(now, failed)
-		if !failed {
-			b.mu.Unlock()
-			return
-		}
-		ok, failures := b.win.counts(now)
-		total := ok + failures
-		if total < b.s.MinRequests || float64(failures) < b.s.FailureRatio*float64(total) {
-			b.mu.Unlock()
-			return
+		if b.s.ConsecutiveFailures > 0 {
+			if !countRun(b, failed) {
+				b.mu.Unlock()
+				return Unchanged
+			}
+		} else {
+			addResult(&b.win, now, failed)
+			if !failed {
+				b.mu.Unlock()
+				return Unchanged
+			}
+			ok, failures := b.win.counts(now)
+			total := ok + failures
+			if total < b.s.MinRequests || float64(failures) < b.s.FailureRatio*float64(total) {
+				b.mu.Unlock()
+				return Unchanged
+			}
 		}
 		until = b.trip(now, b.s.OpenFor, r)
 	}
@@ -214,6 +273,25 @@ func (b *Breaker) Record(p Permit, failed bool, now time.Time) {
 	if b.s.OnTrip != nil {
 		b.s.OnTrip(b.key, until)
 	}
+	if p.Probe {
+		return Reopened
+	}
+	return Tripped
+}
+
+// countRun counts a result under ConsecutiveFailures and reports whether the run of failures
+// has reached it. b.mu must be held. A function of its own: Yaegi allocates a slot for every
+// value in Record's body on every call, and written out there this rule cost the ratio
+// rule's callers 15 allocations a Record.
+func countRun(b *Breaker, failed bool) bool {
+	if !failed {
+		b.run = 0
+		atomic.StoreUint64(&b.quiet, b.gen)
+		return false
+	}
+	b.run++
+	atomic.StoreUint64(&b.quiet, 0)
+	return b.run >= b.s.ConsecutiveFailures
 }
 
 // Release hands back a permit whose fetch ended without a result the breaker should count,
@@ -331,7 +409,11 @@ func (b *Breaker) Status(now time.Time) Status {
 	b.mu.Lock()
 	st := Status{Key: b.key, State: b.state(now), OpenUntil: b.openUntil, Trips: b.trips}
 	if !b.tripped {
-		st.OK, st.Failures = b.win.counts(now)
+		if b.s.ConsecutiveFailures > 0 {
+			st.Failures = b.run
+		} else {
+			st.OK, st.Failures = b.win.counts(now)
+		}
 	}
 	b.mu.Unlock()
 	return st
@@ -366,6 +448,8 @@ func (b *Breaker) open(until time.Time) {
 	b.tripped = true
 	b.openUntil = until
 	b.probing = false
+	b.run = 0
+	atomic.StoreUint64(&b.quiet, 0)
 	if b.openFor == 0 {
 		b.openFor = b.s.OpenFor
 	}
@@ -382,6 +466,10 @@ func (b *Breaker) close() {
 	b.openFor = 0
 	b.probing = false
 	b.win.reset()
+	b.run = 0
+	if b.s.ConsecutiveFailures > 0 {
+		atomic.StoreUint64(&b.quiet, b.gen)
+	}
 }
 
 // jittered returns base varied by up to Jitter either way at r in [0, 1). A period that would

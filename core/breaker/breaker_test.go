@@ -380,16 +380,7 @@ func TestConcurrentUse(t *testing.T) {
 			}
 		}(g)
 	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("concurrent Allow and Record hang")
-	}
+	waitAll(t, &wg, "concurrent Allow and Record")
 }
 
 func TestAllowOnClosedBreakerDoesNotAllocate(t *testing.T) {

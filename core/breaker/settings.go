@@ -85,6 +85,14 @@ type Settings struct {
 	Scope string
 	// MaxBreakers bounds how many breakers a Group holds. Zero: DefaultMaxBreakers.
 	MaxBreakers int
+	// ConsecutiveFailures, when above zero, is the trip rule instead of the ratio: the
+	// breaker opens after this many failures in a row, however few results there were, and
+	// a success starts the count again; Window, MinRequests and FailureRatio are then unused.
+	// Suited to a dependency every call of which should succeed (Weir's shared store), where
+	// waiting for MinRequests results would pay one timeout per request for as long. Under
+	// this rule a closed breaker with no failure counted lets fetches through without its
+	// lock and needs no Record of a success (Quiet). Zero: the ratio rule.
+	ConsecutiveFailures int
 
 	// Rand returns a number in [0, 1) that places each open period within its jitter.
 	// Nil: math/rand. Tests inject a fixed source.
@@ -136,6 +144,9 @@ func (s Settings) Validate() error {
 	}
 	if s.MaxBreakers < 0 {
 		return fmt.Errorf("breaker.maxBreakers: %d must not be negative: %w", s.MaxBreakers, ErrInvalidSetting)
+	}
+	if s.ConsecutiveFailures < 0 {
+		return fmt.Errorf("breaker.consecutiveFailures: %d must not be negative: %w", s.ConsecutiveFailures, ErrInvalidSetting)
 	}
 	if _, err := ParseScope(s.Scope); err != nil {
 		return err

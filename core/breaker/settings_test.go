@@ -41,6 +41,8 @@ func TestSettingsValidate(t *testing.T) {
 		{desc: "negative jitter", s: Settings{Jitter: -0.2}, want: "breaker.jitter: -0.2"},
 		{desc: "negative probe timeout", s: Settings{ProbeTimeout: -time.Second}, want: "breaker.probeTimeout: -1s"},
 		{desc: "negative max breakers", s: Settings{MaxBreakers: -1}, want: "breaker.maxBreakers: -1"},
+		{desc: "negative consecutive failures", s: Settings{ConsecutiveFailures: -1}, want: "breaker.consecutiveFailures: -1 must not be negative"},
+		{desc: "consecutive failures", s: Settings{ConsecutiveFailures: 5}},
 		{desc: "unknown scope", s: Settings{Scope: "region"}, want: `breaker.scope: "region" must be one of engine, host, domain`},
 	}
 	for _, tc := range tests {

@@ -18,15 +18,15 @@ func TestWindowCounts(t *testing.T) {
 			w := newWindow(10 * time.Second)
 			for i := 0; i < 10; i++ {
 				now := tc.start.Add(time.Duration(i) * time.Second)
-				w.add(now, false)
-				w.add(now, true)
+				addResult(&w, now, false)
+				addResult(&w, now, true)
 			}
 			end := tc.start.Add(9 * time.Second)
 			if ok, failures := w.counts(end); ok != 10 || failures != 10 {
 				t.Errorf("counts() = %d, %d, want 10, 10", ok, failures)
 			}
 			// Each second further on drops the oldest bucket; a reused bucket starts afresh.
-			w.add(end.Add(time.Second), true)
+			addResult(&w, end.Add(time.Second), true)
 			if ok, failures := w.counts(end.Add(time.Second)); ok != 9 || failures != 10 {
 				t.Errorf("counts() a second later = %d, %d, want 9, 10", ok, failures)
 			}

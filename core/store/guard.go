@@ -3,9 +3,9 @@ package store
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
 )
 
 // The store breaker (FR-STF-1, FR-STF-2): a remote store that is slow or down must cost each
@@ -64,223 +64,156 @@ func (s GuardSettings) withDefaults() GuardSettings {
 	return s
 }
 
-// Breaker states.
-const (
-	guardClosed  = 0 // calls go through
-	guardOpen    = 1 // calls fail with ErrUnavailable until openUntil
-	guardProbing = 2 // one trial call is out; the others fail with ErrUnavailable
-)
-
-// How a call's result counts.
-const (
-	resultSuccess = 0
-	resultFailure = 1
-	resultNeutral = 2 // says nothing of the store's health
-)
-
 // Guard is a Store that bounds every call to another Store and stops calling it while it
 // keeps failing. While the breaker is open every method returns ErrUnavailable at once. When
 // the open period ends one trial call goes through: success closes the breaker and resets the
 // open period, failure reopens it for twice as long. A miss (nil, nil) is a success.
+//
+// The breaker is a core/breaker.Breaker under its consecutive-failure rule, without jitter:
+// the same open periods, trial calls and generations as the origin's breakers, with the
+// store's own trip rule. A call on a healthy store takes no permit and no lock: one atomic
+// load before it (breaker.Quiet), and one after, which tells whether a success matters (a
+// failure always does). Two function calls that return an integer: in Yaegi a method call
+// (Allow) or a Permit returned would cost several times as much on every store call. A
+// troubled store's calls take a permit (troubledCall).
 type Guard struct {
 	inner Store
+	b     *breaker.Breaker
 	s     GuardSettings
-
-	// troubled is 1 while the breaker is not closed or the last call failed; 0 lets a call
-	// on a healthy store go through without taking mu. Written under mu, read without it.
-	troubled int32
-	// gen counts state changes, so that a call that started before one is not counted after
-	// it. Written under mu, read without it.
-	gen int64
-
-	// mu guards the breaker's state below.
-	mu        sync.Mutex
-	state     int
-	failures  int // failures in a row while closed
-	openFor   time.Duration
-	openUntil time.Time
-	probeFrom time.Time // when the trial call started
 }
 
 // NewGuard wraps inner.
 func NewGuard(inner Store, s GuardSettings) *Guard {
 	s = s.withDefaults()
-	return &Guard{inner: inner, s: s, openFor: s.OpenFor}
+	b, err := breaker.New("", s.breakerSettings())
+	if err != nil {
+		// Not reached: withDefaults leaves every field in range (TestGuardBreakerSettings).
+		// Should a setting ever be refused, the breaker's defaults under the same rule keep
+		// the store guarded, where a nil breaker would fail every call.
+		b, _ = breaker.New("", breaker.Settings{ConsecutiveFailures: DefaultGuardFailures})
+	}
+	return &Guard{inner: inner, b: b, s: s}
+}
+
+// breakerSettings returns the settings of the store breaker, from settings with defaults.
+func (s GuardSettings) breakerSettings() breaker.Settings {
+	return breaker.Settings{
+		ConsecutiveFailures: s.Failures,
+		OpenFor:             s.OpenFor,
+		MaxOpenFor:          s.MaxOpenFor,
+		// A trial call that outlived its own timeout will not be counted; let another go.
+		ProbeTimeout: s.Timeout,
+		// The middle of the jitter: open periods double exactly, as documented.
+		Rand: func() float64 { return 0.5 },
+	}
 }
 
 // Get implements Store.
 func (g *Guard) Get(ctx context.Context, key string) (*Entry, error) {
-	// admit inlined for a healthy store: a call fewer on every request.
-	gen := atomic.LoadInt64(&g.gen)
-	if atomic.LoadInt32(&g.troubled) != 0 {
-		var err error
-		if gen, err = g.admit(); err != nil {
-			return nil, err
-		}
+	gen := breaker.Quiet(g.b)
+	if gen == 0 {
+		return troubledCall(g, ctx, opGet, key, nil)
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.s.Timeout)
 	e, err := g.inner.Get(cctx, key)
 	cancel()
-	if err != nil || atomic.LoadInt32(&g.troubled) != 0 {
-		g.record(gen, judge(ctx, err), err)
+	if err != nil || breaker.Quiet(g.b) == 0 {
+		record(g, ctx, breaker.QuietPermit(gen), err)
 	}
 	return e, err
 }
 
 // Set implements Store.
 func (g *Guard) Set(ctx context.Context, key string, e *Entry) error {
-	// admit inlined for a healthy store: a call fewer on every request.
-	gen := atomic.LoadInt64(&g.gen)
-	if atomic.LoadInt32(&g.troubled) != 0 {
-		var err error
-		if gen, err = g.admit(); err != nil {
-			return err
-		}
+	gen := breaker.Quiet(g.b)
+	if gen == 0 {
+		_, err := troubledCall(g, ctx, opSet, key, e)
+		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.s.Timeout)
 	err := g.inner.Set(cctx, key, e)
 	cancel()
-	if err != nil || atomic.LoadInt32(&g.troubled) != 0 {
-		g.record(gen, judge(ctx, err), err)
+	if err != nil || breaker.Quiet(g.b) == 0 {
+		record(g, ctx, breaker.QuietPermit(gen), err)
 	}
 	return err
 }
 
 // Delete implements Store.
 func (g *Guard) Delete(ctx context.Context, key string) error {
-	// admit inlined for a healthy store: a call fewer on every request.
-	gen := atomic.LoadInt64(&g.gen)
-	if atomic.LoadInt32(&g.troubled) != 0 {
-		var err error
-		if gen, err = g.admit(); err != nil {
-			return err
-		}
+	gen := breaker.Quiet(g.b)
+	if gen == 0 {
+		_, err := troubledCall(g, ctx, opDelete, key, nil)
+		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.s.Timeout)
 	err := g.inner.Delete(cctx, key)
 	cancel()
-	if err != nil || atomic.LoadInt32(&g.troubled) != 0 {
-		g.record(gen, judge(ctx, err), err)
+	if err != nil || breaker.Quiet(g.b) == 0 {
+		record(g, ctx, breaker.QuietPermit(gen), err)
 	}
 	return err
+}
+
+// Calls troubledCall makes.
+const (
+	opGet    = 0
+	opSet    = 1
+	opDelete = 2
+)
+
+// troubledCall makes a call while the store is troubled (open, or failures counted): under a
+// permit from the breaker, which may refuse it, and recorded whatever its result. For opGet
+// it returns the entry read; otherwise e. Apart from Get, Set and Delete, whose frames
+// Yaegi allocates whole on every call, so that a healthy store's calls do not pay for a
+// Permit, or for the three ways to call the store again.
+func troubledCall(g *Guard, ctx context.Context, op int, key string, e *Entry) (*Entry, error) {
+	p := g.b.Allow(g.s.Now())
+	if !p.Allowed {
+		return nil, ErrUnavailable
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.s.Timeout)
+	var err error
+	switch op {
+	case opGet:
+		e, err = g.inner.Get(cctx, key)
+	case opSet:
+		err = g.inner.Set(cctx, key, e)
+	default:
+		err = g.inner.Delete(cctx, key)
+	}
+	cancel()
+	record(g, ctx, p, err)
+	return e, err
 }
 
 // Open reports whether the breaker is open (or a trial call is out), so that calls fail
 // with ErrUnavailable.
 func (g *Guard) Open() bool {
-	g.mu.Lock()
-	open := g.state != guardClosed
-	g.mu.Unlock()
-	return open
+	return g.b.State(g.s.Now()) != breaker.StateClosed
 }
 
-// judge tells how a call's result counts. The caller giving up (its context cancelled) and a
-// refusal the store made without asking anyone (ErrTooLarge) say nothing of its health; the
-// call running out of time does.
-func judge(ctx context.Context, err error) int {
-	if err == nil {
-		return resultSuccess
-	}
-	if errors.Is(err, ErrTooLarge) || errors.Is(ctx.Err(), context.Canceled) {
-		return resultNeutral
-	}
-	return resultFailure
-}
-
-// admit lets a call through, returning the generation it runs in, or refuses it with
-// ErrUnavailable while the breaker is open.
-//
-// Get, Set and Delete first read gen and then troubled without the lock, and call admit
-// only when troubled is set. Opening sets troubled before moving gen, so a call that sees
-// troubled 0 runs in the generation it read, or in one that has passed, whose results are
-// not counted.
-func (g *Guard) admit() (int64, error) {
+// record counts a call's result against the breaker, which ignores it if the state changed
+// while the call ran, and reports an opening or a closing to OnStateChange, once, outside the
+// breaker's lock. The caller giving up (its context cancelled) and a refusal the store made
+// without asking anyone (ErrTooLarge) say nothing of the store's health: the permit is
+// handed back uncounted, and a trial call's turn passes to the next call. The call running
+// out of time does count. A function rather than a method: in Yaegi it costs less, on every
+// failed call.
+func record(g *Guard, ctx context.Context, p breaker.Permit, err error) {
 	now := g.s.Now()
-	g.mu.Lock()
-	switch g.state {
-	case guardClosed:
-		// troubled by failures short of opening: calls go through.
-	case guardOpen:
-		if now.Before(g.openUntil) {
-			g.mu.Unlock()
-			return 0, ErrUnavailable
-		}
-		g.state = guardProbing
-		g.probeFrom = now
-		atomic.AddInt64(&g.gen, 1)
-	default:
-		// A trial call that outlived its own timeout will not be counted; let another go.
-		if now.Sub(g.probeFrom) <= g.s.Timeout {
-			g.mu.Unlock()
-			return 0, ErrUnavailable
-		}
-		g.probeFrom = now
-		atomic.AddInt64(&g.gen, 1)
-	}
-	gen := atomic.LoadInt64(&g.gen)
-	g.mu.Unlock()
-	return gen, nil
-}
-
-// record counts a call's result against the breaker, unless the state changed while it ran.
-func (g *Guard) record(gen int64, result int, err error) {
-	if result == resultNeutral && atomic.LoadInt32(&g.troubled) == 0 {
+	if err != nil && (errors.Is(err, ErrTooLarge) || errors.Is(ctx.Err(), context.Canceled)) {
+		g.b.Release(p, now)
 		return
 	}
-	now := g.s.Now()
-	changed := false
-	g.mu.Lock()
-	if gen != atomic.LoadInt64(&g.gen) {
-		g.mu.Unlock()
+	change := g.b.Record(p, err != nil, now)
+	if g.s.OnStateChange == nil {
 		return
 	}
-	switch g.state {
-	case guardClosed:
-		if result == resultSuccess {
-			g.failures = 0
-			atomic.StoreInt32(&g.troubled, 0)
-		} else if result == resultFailure {
-			g.failures++
-			atomic.StoreInt32(&g.troubled, 1)
-			if g.failures >= g.s.Failures {
-				g.openLocked(now)
-				changed = true
-			}
-		}
-	case guardProbing:
-		if result == resultSuccess {
-			g.state = guardClosed
-			g.failures = 0
-			g.openFor = g.s.OpenFor
-			atomic.AddInt64(&g.gen, 1)
-			atomic.StoreInt32(&g.troubled, 0)
-			changed = true
-		} else {
-			if result == resultFailure {
-				g.openFor *= 2
-				if g.openFor > g.s.MaxOpenFor {
-					g.openFor = g.s.MaxOpenFor
-				}
-				g.openUntil = now.Add(g.openFor)
-			}
-			// A neutral trial leaves openUntil passed: the next call tries again.
-			g.state = guardOpen
-			atomic.AddInt64(&g.gen, 1)
-		}
+	switch change {
+	case breaker.Tripped:
+		g.s.OnStateChange(true, err)
+	case breaker.Recovered:
+		g.s.OnStateChange(false, nil)
 	}
-	g.mu.Unlock()
-	if changed && g.s.OnStateChange != nil {
-		if result == resultSuccess {
-			err = nil
-		}
-		g.s.OnStateChange(result != resultSuccess, err)
-	}
-}
-
-// openLocked opens the breaker for the current open period. The caller holds mu.
-func (g *Guard) openLocked(now time.Time) {
-	atomic.StoreInt32(&g.troubled, 1)
-	g.state = guardOpen
-	g.openUntil = now.Add(g.openFor)
-	atomic.AddInt64(&g.gen, 1)
 }

@@ -229,6 +229,28 @@ func TestGuardCustomSettings(t *testing.T) {
 	h.wantThrough(t)
 }
 
+// Whatever a Guard is given, the breaker under it gets settings it accepts: NewGuard has no
+// error to return.
+func TestGuardBreakerSettings(t *testing.T) {
+	tests := []struct {
+		desc string
+		s    GuardSettings
+	}{
+		{desc: "zero"},
+		{desc: "negative", s: GuardSettings{Timeout: -1, Failures: -1, OpenFor: -1, MaxOpenFor: -1}},
+		{desc: "cap below the first period", s: GuardSettings{OpenFor: time.Hour, MaxOpenFor: time.Second}},
+		{desc: "tiny", s: GuardSettings{Timeout: 1, Failures: 1, OpenFor: 1, MaxOpenFor: 1}},
+		{desc: "huge", s: GuardSettings{Timeout: 1 << 62, Failures: 1 << 30, OpenFor: 1 << 62, MaxOpenFor: 1 << 62}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			if err := tc.s.withDefaults().breakerSettings().Validate(); err != nil {
+				t.Errorf("breaker settings of %+v: %v, want none", tc.s, err)
+			}
+		})
+	}
+}
+
 func TestGuardIgnoresResultsFromBeforeAChange(t *testing.T) {
 	h := newGuardHarness(GuardSettings{})
 	// A call that started while closed ends after the breaker opened: its success must not
@@ -344,8 +366,16 @@ func ExampleGuard() {
 	// store unavailable
 }
 
+// nopStore answers every call at once with a miss, so that a benchmark measures the guard.
+type nopStore struct{}
+
+func (nopStore) Get(ctx context.Context, key string) (*Entry, error) { return nil, nil }
+func (nopStore) Set(ctx context.Context, key string, e *Entry) error { return nil }
+func (nopStore) Delete(ctx context.Context, key string) error        { return nil }
+
+// BenchmarkGuardGet measures what the guard adds to every call on a healthy store.
 func BenchmarkGuardGet(b *testing.B) {
-	g := NewGuard(&fakeStore{}, GuardSettings{})
+	g := NewGuard(nopStore{}, GuardSettings{})
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		g.Get(ctx, "k")

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"container/list"
 	"context"
 	"sync"
 )
@@ -25,16 +24,18 @@ type MemorySettings struct {
 // groupcache's lru but bounded by size rather than count. It never fails and never blocks
 // on anything but its own lock, so the engine calls it on the hit path directly.
 //
-// Recency is kept as a second chance (CLOCK) rather than by moving an element on every hit:
-// a hit only sets a flag, which costs the interpreter a fraction of a list operation, and
-// eviction gives flagged entries one more trip round the list.
+// Recency is kept as a second chance (CLOCK) rather than by moving an item on every hit: a
+// hit only sets a flag, which costs the interpreter a fraction of a list operation, and
+// eviction gives flagged entries one more trip round the list. The list runs through the
+// items themselves, as every list in Weir does (ARCHITECTURE.md).
 type Memory struct {
 	maxSize, maxEntrySize int64
 
-	// mu guards everything below.
+	// mu guards everything below and the links of the items.
 	mu    sync.Mutex
-	ll    *list.List // front: most recently added or given a second chance; values are *memItem
 	items map[string]*memItem
+	head  *memItem // most recently added or given a second chance
+	tail  *memItem // next under the eviction hand
 	size  int64
 }
 
@@ -42,15 +43,16 @@ type memItem struct {
 	key   string
 	entry *Entry
 	size  int64
-	el    *list.Element
+	// prev is nearer the head, next nearer the tail.
+	prev, next *memItem
 	// used is set by every hit since the item last passed the eviction hand.
 	used bool
 }
 
 // itemHeap is what the store holds for each entry besides the entry and its key's bytes: the
-// memItem (48 bytes) and list element (40, in a 48-byte class), and a slot of items (a
-// string header and a pointer, in a map at least half full after it doubles).
-const itemHeap = 48 + 48 + 2*(stringHeader+8+1)
+// memItem (49 bytes, in a 64-byte class) and a slot of items (a string header and a pointer,
+// in a map at least half full after it doubles).
+const itemHeap = 64 + 2*(stringHeader+8+1)
 
 // itemCost is what an entry stored under key counts against the budget: the heap that
 // storing it holds (Entry.Size).
@@ -69,7 +71,7 @@ func NewMemory(s MemorySettings) *Memory {
 	if s.MaxEntrySize > s.MaxSize {
 		s.MaxEntrySize = s.MaxSize
 	}
-	return &Memory{maxSize: s.MaxSize, maxEntrySize: s.MaxEntrySize, ll: list.New(), items: make(map[string]*memItem)}
+	return &Memory{maxSize: s.MaxSize, maxEntrySize: s.MaxEntrySize, items: make(map[string]*memItem)}
 }
 
 // Lookup is Get without a context or an error, for the hit path. It is a function, not a
@@ -110,7 +112,7 @@ func (m *Memory) Set(_ context.Context, key string, e *Entry) error {
 		it.used = true
 	} else {
 		it = &memItem{key: key, entry: e, size: size}
-		it.el = m.ll.PushFront(it)
+		pushFront(m, it)
 		m.items[key] = it
 		m.size += size
 	}
@@ -134,7 +136,8 @@ func (m *Memory) Delete(_ context.Context, key string) error {
 // Clear removes every entry.
 func (m *Memory) Clear() {
 	m.mu.Lock()
-	m.ll.Init()
+	m.head = nil
+	m.tail = nil
 	m.items = make(map[string]*memItem)
 	m.size = 0
 	m.mu.Unlock()
@@ -156,19 +159,48 @@ func (m *Memory) Len() (entries int, bytes int64) {
 // refuses an item over maxSize. It must be called with mu held.
 func (m *Memory) evictOne(keep *memItem) {
 	for {
-		it := m.ll.Back().Value.(*memItem)
+		it := m.tail
 		if !it.used && it != keep {
 			m.remove(it)
 			return
 		}
 		it.used = false
-		m.ll.MoveToFront(it.el)
+		unlink(m, it)
+		pushFront(m, it)
 	}
 }
 
 // remove must be called with mu held.
 func (m *Memory) remove(it *memItem) {
-	m.ll.Remove(it.el)
+	unlink(m, it)
 	delete(m.items, it.key)
 	m.size -= it.size
+}
+
+// pushFront puts it at the head of the list. It must be called with mu held.
+func pushFront(m *Memory, it *memItem) {
+	it.prev = nil
+	it.next = m.head
+	if m.head != nil {
+		m.head.prev = it
+	} else {
+		m.tail = it
+	}
+	m.head = it
+}
+
+// unlink takes it out of the list. It must be called with mu held.
+func unlink(m *Memory, it *memItem) {
+	if it.prev != nil {
+		it.prev.next = it.next
+	} else {
+		m.head = it.next
+	}
+	if it.next != nil {
+		it.next.prev = it.prev
+	} else {
+		m.tail = it.prev
+	}
+	it.prev = nil
+	it.next = nil
 }

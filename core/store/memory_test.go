@@ -24,11 +24,15 @@ func memEntry(size int) *Entry {
 // memCost is what an entry stored under key counts against the budget.
 func memCost(key string, e *Entry) int64 { return itemCost(key, e) }
 
-// wantKeys checks which keys m holds without counting the checks as uses.
+// wantKeys checks which keys m holds without counting the checks as uses, and that its list
+// links every item it holds.
 func wantKeys(t *testing.T, m *Memory, present, absent []string) {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if n := linked(t, m); n != len(m.items) {
+		t.Errorf("the list links %d items, the store holds %d", n, len(m.items))
+	}
 	for _, k := range present {
 		if m.items[k] == nil {
 			t.Errorf("%q was evicted, want it kept", k)
@@ -231,6 +235,25 @@ func TestNewMemoryDefaults(t *testing.T) {
 	}
 }
 
+// linked returns how many items m's list holds, walked from the head, after checking that
+// every link back agrees and the list ends at the tail. m.mu must be held.
+func linked(t *testing.T, m *Memory) int {
+	t.Helper()
+	n := 0
+	var prev *memItem
+	for it := m.head; it != nil; it = it.next {
+		if it.prev != prev {
+			t.Fatalf("item %d of the list (%q) links back to the wrong item", n, it.key)
+		}
+		prev = it
+		n++
+	}
+	if m.tail != prev {
+		t.Fatalf("the list's tail is not its last item")
+	}
+	return n
+}
+
 func TestMemoryConcurrentUse(t *testing.T) {
 	ctx := context.Background()
 	e := memEntry(500)
@@ -260,7 +283,7 @@ func TestMemoryConcurrentUse(t *testing.T) {
 	for k, it := range m.items {
 		sum += memCost(k, it.entry)
 	}
-	listLen := m.ll.Len()
+	listLen := linked(t, m)
 	m.mu.Unlock()
 	if b != sum || n != listLen || b > m.maxSize {
 		t.Errorf("Len = %d, %d; list holds %d entries of %d bytes; budget %d", n, b, listLen, sum, m.maxSize)
@@ -370,5 +393,25 @@ func TestMemoryBudgetBoundsTheHeap(t *testing.T) {
 				t.Errorf("heap held = %d bytes (%.2f of the budget), want at most the budget %d plus 10%%", heap, float64(heap)/budget, budget)
 			}
 		})
+	}
+}
+
+// BenchmarkMemorySet measures a Set into a full store: the entry linked in, and one evicted
+// to make room.
+func BenchmarkMemorySet(b *testing.B) {
+	e := memEntry(1000)
+	const keys = 4096
+	m := NewMemory(MemorySettings{MaxSize: keys / 2 * memCost("k0000", e)})
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = fmt.Sprintf("k%04d", i)
+	}
+	ctx := context.Background()
+	for i := 0; i < keys; i++ {
+		m.Set(ctx, names[i], e)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m.Set(ctx, names[i%keys], e)
 	}
 }
