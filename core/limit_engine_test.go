@@ -200,6 +200,61 @@ func TestLimiterPartitionCap(t *testing.T) {
 	limWantCode(t, "queued query", limAwait(t, second), 200)
 }
 
+// TestLimiterPartitionCapHitForPass: requests for keys marked hit-for-pass, which the hit
+// path sends to the origin, count by the same partition: distinct queries on one path share
+// its cap, whether they come in origin form (the hit path's lookup) or not (FR-LIM-3).
+func TestLimiterPartitionCapHitForPass(t *testing.T) {
+	tests := []struct {
+		desc       string
+		originForm bool
+	}{
+		{desc: "origin form", originForm: true},
+		{desc: "absolute form", originForm: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			o := newLimOrigin(t)
+			h := newLimHandler(t, Settings{Limiter: limit.Settings{
+				MaxConcurrent: 4, MaxPerPartition: 1, MaxQueue: 8, MaxQueuePerPartition: 1,
+				MaxQueueWait: 5 * time.Second, AfterFunc: limNeverFires,
+			}}, o)
+			req := func(uri string) *http.Request {
+				r := limRequest("GET", uri, "")
+				if tc.originForm {
+					r.RequestURI = r.URL.RequestURI()
+				}
+				return r
+			}
+			for _, uri := range []string{"/nostore?q=1", "/nostore?q=2", "/nostore?q=3"} {
+				limWantCode(t, "priming "+uri, limServe(t, h, req(uri)), 200)
+			}
+			o.hold("/nostore?q=1")
+			first := limServeAsync(h, req("/nostore?q=1"))
+			o.waitCalls(t, "/nostore?q=1", 2)
+			second := limServeAsync(h, req("/nostore?q=2"))
+			limWaitQueued(t, h, false, 1)
+
+			w := limServe(t, h, req("/nostore?q=3"))
+			limWantCode(t, "third query", w, 503)
+			if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=uri-miss; detail=partition-queue-full"; got != want {
+				t.Errorf("third query: Cache-Status = %q, want %q", got, want)
+			}
+			if n := o.count("/nostore?q=2") + o.count("/nostore?q=3"); n != 2 {
+				t.Errorf("queries past the partition's cap reached the origin: %d calls beyond the priming ones", n-2)
+			}
+			limWantCode(t, "other path", limServe(t, h, req("/other?q=1")), 200)
+
+			o.release("/nostore?q=1")
+			limWantCode(t, "first query", limAwait(t, first), 200)
+			w = limAwait(t, second)
+			limWantCode(t, "queued query", w, 200)
+			if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=uri-miss; detail=uncacheable"; got != want {
+				t.Errorf("queued query: Cache-Status = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // TestLimiterQueueWait: a request that waits maxQueueWait without a slot is shed with
 // detail=queue-wait, and Retry-After is the wait rounded up to whole seconds (FR-LIM-2,
 // FR-LIM-5). The test fires the wait's timer by hand.
