@@ -124,10 +124,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key := scheme + r.Host + ru
 	// Not `switch h.hot { case nil: }`: Yaegi never matches a nil pointer tag with case nil.
-	var ent *store.Entry
-	if h.hot != nil {
-		ent = store.Lookup(h.hot, key)
+	// Nor `var ent *store.Entry`: the type's name takes a frame slot of a whole Entry.
+	if h.hot == nil {
+		h.serve(w, r)
+		return
 	}
+	ent := store.Lookup(h.hot, key)
 	// One case each: Yaegi evaluates only the first of a case list in a switch without a tag.
 	hit := false
 	switch {
@@ -162,7 +164,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.RawQuery {
 	case "":
 	default:
-		if !queryHit(h, key, ru, r.URL.RawQuery) {
+		if !queryHit(h, r, key, ru) {
 			h.serve(w, r)
 			return
 		}
@@ -182,13 +184,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // queryHit finishes ServeHTTP's hit on a URL with a query string: it tells whether the
-// query in ru, the RequestURI that the key was built from, is q, the request's RawQuery
-// (what the origin would be sent), and if so counts the hit with the miss-rate detector,
-// whose ratio of misses to lookups a partition's hits must dilute (FR-MR-1). Traefik's
-// middlewares keep the two in step; one that rewrote RawQuery alone sends the request
-// through serve, which keys on RawQuery. A function, not a method, so that a hit without a
-// query pays none of its slots.
-func queryHit(h *Handler, key, ru, q string) bool {
+// query in ru, the RequestURI that the key was built from, is r's RawQuery (what the origin
+// would be sent), and if so counts the hit with the miss-rate detector, whose ratio of
+// misses to lookups a partition's hits must dilute (FR-MR-1). Traefik's middlewares keep
+// the two in step; one that rewrote RawQuery alone sends the request through serve, which
+// keys on RawQuery. A function, not a method, so that a hit without a query pays none of
+// its slots.
+func queryHit(h *Handler, r *http.Request, key, ru string) bool {
+	q := r.URL.RawQuery
 	i := strings.IndexByte(ru, '?')
 	if i < 0 || ru[i+1:] != q {
 		return false
