@@ -11,21 +11,42 @@ import (
 
 // BenchmarkHit measures one fresh hit from the memory store, the path that decides Weir's
 // throughput inside Traefik. Run it under Yaegi too (scripts/yaegi-test.sh with
-// YAEGI_TEST_FLAGS="-test.bench Hit -test.run ^$"): interpreted cost is what Traefik pays.
+// YAEGI_TEST_FLAGS="-bench Hit -run ^$"): interpreted cost is what Traefik pays.
 func BenchmarkHit(b *testing.B) {
+	benchHit(b, "bench-hit", "/a/b")
+}
+
+// BenchmarkHitQuery is BenchmarkHit on a URL with a query string, sent in the order Weir's
+// key keeps its parameters (sorted by name), as real traffic's ?page=2 and ?v=hash mostly are.
+func BenchmarkHitQuery(b *testing.B) {
+	benchHit(b, "bench-hit-query", "/a/b?page=2&v=5f3c9a")
+}
+
+// BenchmarkHitQueryUnsorted is a hit on a URL whose query is not in the key's order: the
+// general path normalises it.
+func BenchmarkHitQueryUnsorted(b *testing.B) {
+	benchHit(b, "bench-hit-query-unsorted", "/a/b?v=5f3c9a&page=2")
+}
+
+func benchHit(b *testing.B, name, uri string) {
 	body := strings.Repeat("x", 1024)
 	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "max-age=3600")
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte(body))
 	})
-	h, err := New("bench-hit", Settings{}, origin)
+	h, err := New(name, Settings{}, origin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := httptest.NewRequest(http.MethodGet, "http://example.com/a/b", nil)
-	r.RequestURI = "/a/b"
+	r := httptest.NewRequest(http.MethodGet, "http://example.com"+uri, nil)
+	r.RequestURI = uri
 	h.ServeHTTP(httptest.NewRecorder(), r)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if got := w.Header().Get("Cache-Status"); !strings.HasPrefix(got, statusHit) {
+		b.Fatalf("second request: Cache-Status %q, want a hit", got)
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		h.ServeHTTP(httptest.NewRecorder(), r)

@@ -197,6 +197,61 @@ func TestLimiterPartitionCap(t *testing.T) {
 	wantCode(t, "queued query", awaitAnswer(t, second), 200)
 }
 
+// TestLimiterPartitionCapHitForPass: requests for keys marked hit-for-pass, which the hit
+// path sends to the origin, count by the same partition: distinct queries on one path share
+// its cap, whether they come in origin form (the hit path's lookup) or not (FR-LIM-3).
+func TestLimiterPartitionCapHitForPass(t *testing.T) {
+	tests := []struct {
+		desc       string
+		originForm bool
+	}{
+		{desc: "origin form", originForm: true},
+		{desc: "absolute form", originForm: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			o := newScriptOrigin(t, limAnswer)
+			h := newTestHandler(t, Settings{Limiter: limit.Settings{
+				MaxConcurrent: 4, MaxPerPartition: 1, MaxQueue: 8, MaxQueuePerPartition: 1,
+				MaxQueueWait: 5 * time.Second, AfterFunc: limNeverFires,
+			}}, o)
+			req := func(uri string) *http.Request {
+				r := newRequest("GET", "http://example.com"+uri)
+				if !tc.originForm {
+					r.RequestURI = "http://example.com" + uri
+				}
+				return r
+			}
+			for _, uri := range []string{"/nostore?q=1", "/nostore?q=2", "/nostore?q=3"} {
+				wantCode(t, "priming "+uri, serveRequest(t, h, req(uri)), 200)
+			}
+			o.hold(4)
+			first := serveAsync(h, req("/nostore?q=1"))
+			o.waitEntered(t, 4)
+			second := serveAsync(h, req("/nostore?q=2"))
+			limWaitQueued(t, h, false, 1)
+
+			w := serveRequest(t, h, req("/nostore?q=3"))
+			wantCode(t, "third query", w, 503)
+			if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=uri-miss; detail=partition-queue-full"; got != want {
+				t.Errorf("third query: Cache-Status = %q, want %q", got, want)
+			}
+			if n := o.count("/nostore?q=2") + o.count("/nostore?q=3"); n != 2 {
+				t.Errorf("queries past the partition's cap reached the origin: %d calls beyond the priming ones", n-2)
+			}
+			wantCode(t, "other path", serveRequest(t, h, req("/other?q=1")), 200)
+
+			o.release(4)
+			wantCode(t, "first query", awaitAnswer(t, first), 200)
+			w = awaitAnswer(t, second)
+			wantCode(t, "queued query", w, 200)
+			if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=uri-miss; detail=uncacheable"; got != want {
+				t.Errorf("queued query: Cache-Status = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // TestLimiterQueueWait: a request that waits maxQueueWait without a slot is shed with
 // detail=queue-wait, and Retry-After is the wait rounded up to whole seconds (FR-LIM-2,
 // FR-LIM-5). The test fires the wait's timer by hand.

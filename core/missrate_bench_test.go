@@ -17,10 +17,12 @@ import (
 //	BenchmarkMissRateEngineHit / BenchmarkMissRateHitShare    a hit on the general path
 //	BenchmarkMissRateEngineMiss / BenchmarkMissRateMissShare  a miss that fetches
 //
-// BenchmarkMissRateHitRatio and BenchmarkMissRateMissRatio time the engine and the detector's
-// share in alternate blocks of one run and report the share as "detector-%", which a shared,
-// busy machine skews less than two separate runs. The fast hit (a URL without a query, BenchmarkMissRateEngineFastHit) does not call the
-// detector. Run them compiled and under Yaegi, whose costs are what Traefik pays:
+// BenchmarkMissRateHitRatio, BenchmarkMissRateQueryHitRatio and BenchmarkMissRateMissRatio
+// time the engine and the detector's share in alternate blocks of one run and report the
+// share as "detector-%", which a shared, busy machine skews less than two separate runs. The
+// hit path tells the detector of hits on URLs with a query (BenchmarkMissRateQueryHitRatio),
+// not of those without one (BenchmarkMissRateEngineFastHit). Run them compiled and under
+// Yaegi, whose costs are what Traefik pays:
 //
 //	go test -run '^$' -bench MissRate ./core/
 //	YAEGI_TEST_FLAGS="-bench MissRate -run ^$" scripts/yaegi-test.sh core
@@ -53,7 +55,8 @@ func missRateBenchHandler(b *testing.B) (*Handler, *missRateClock) {
 }
 
 // missRateRequests returns n requests for distinct paths with a query, optionally with
-// Cache-Control: no-cache, which makes every one of them a miss that fetches.
+// Cache-Control: no-cache, which makes every one of them a miss that fetches. Their targets
+// are in absolute form, which the hit path leaves to the general path.
 func missRateRequests(n int, noCache bool) []*http.Request {
 	rs := make([]*http.Request, n)
 	for i := range rs {
@@ -66,8 +69,8 @@ func missRateRequests(n int, noCache bool) []*http.Request {
 	return rs
 }
 
-// BenchmarkMissRateEngineHit is a fresh hit on the general path (the URL has a query), which
-// tells the detector of the hit.
+// BenchmarkMissRateEngineHit is a fresh hit on the general path, which tells the detector of
+// the hit.
 func BenchmarkMissRateEngineHit(b *testing.B) {
 	h, _ := missRateBenchHandler(b)
 	r := missRateRequests(1, false)[0]
@@ -168,8 +171,25 @@ const missRateBlock = 100
 func BenchmarkMissRateHitRatio(b *testing.B) {
 	h, _ := missRateBenchHandler(b)
 	r := missRateRequests(1, false)[0]
+	missRateHitRatio(b, h, r, func() { missrate.Hit(h.missRate, partition(r)) })
+}
+
+// BenchmarkMissRateQueryHitRatio is BenchmarkMissRateHitRatio for a hit on the hit path: a
+// URL with a query, in origin form as a server hands it on. The share is queryHit's count,
+// on a partition cut from the key.
+func BenchmarkMissRateQueryHitRatio(b *testing.B) {
+	h, _ := missRateBenchHandler(b)
+	r := missRateRequests(1, false)[0]
+	r.RequestURI = r.URL.RequestURI()
+	key := h.keyer.key(r)
+	n := len(key) - len(r.URL.RawQuery) - 1
+	missRateHitRatio(b, h, r, func() { missrate.Hit(h.missRate, key[:n]) })
+}
+
+// missRateHitRatio times h serving r, a hit, against share, in alternate blocks.
+func missRateHitRatio(b *testing.B, h *Handler, r *http.Request, share func()) {
 	h.ServeHTTP(httptest.NewRecorder(), r)
-	var engine, share time.Duration
+	var engine, shared time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i += missRateBlock {
 		t0 := time.Now()
@@ -178,12 +198,12 @@ func BenchmarkMissRateHitRatio(b *testing.B) {
 		}
 		t1 := time.Now()
 		for j := 0; j < missRateBlock; j++ {
-			missrate.Hit(h.missRate, partition(r))
+			share()
 		}
 		engine += t1.Sub(t0)
-		share += time.Since(t1)
+		shared += time.Since(t1)
 	}
-	b.ReportMetric(100*float64(share)/float64(engine), "detector-%")
+	b.ReportMetric(100*float64(shared)/float64(engine), "detector-%")
 }
 
 // BenchmarkMissRateMissRatio reports the detector's share of a miss that fetches, in percent

@@ -687,6 +687,37 @@ func TestMissRateReportOnly(t *testing.T) {
 	}
 }
 
+// TestMissRateCountsQueryHits: hits on URLs with a query count as lookups of their path, on
+// the hit path as on the general one: a path whose pages (?page=N) are mostly hits is not a flood
+// when a few new pages miss, and its misses are not throttled (FR-MR-1).
+func TestMissRateCountsQueryHits(t *testing.T) {
+	clock := newFakeClock()
+	logs := &testLog{}
+	o := newScriptOrigin(t, protectAnswer)
+	h := newTestHandler(t, missRateSettings(clock, logs, 10, true), o)
+	page := func(i int) string { return "http://example.com/list?page=" + strconv.Itoa(i) }
+	for i := 1; i <= 9; i++ {
+		if got := do(t, h, http.MethodGet, page(i)).Header().Get("Cache-Status"); got != "Weir; fwd=uri-miss; stored" {
+			t.Fatalf("page %d: Cache-Status %q, want a miss, stored", i, got)
+		}
+	}
+	for i := 0; i < 180; i++ {
+		if got := do(t, h, http.MethodGet, page(1+i%9)).Header().Get("Cache-Status"); got != "Weir; hit; ttl=60" {
+			t.Fatalf("GET %s: Cache-Status %q, want a hit", page(1+i%9), got)
+		}
+	}
+	// Two more misses in the window: 11 of 191 lookups.
+	for i := 10; i <= 11; i++ {
+		w := do(t, h, http.MethodGet, page(i))
+		if got := w.Header().Get("Cache-Status"); w.Code != http.StatusOK || got != "Weir; fwd=uri-miss; stored" {
+			t.Errorf("page %d: status %d, Cache-Status %q; want 200, a miss, stored", i, w.Code, got)
+		}
+	}
+	if lines := logs.with("miss_rate_anomaly"); len(lines) != 0 {
+		t.Errorf("a path answered mostly from the cache raised %d anomalies, want none: %q", len(lines), lines)
+	}
+}
+
 // TestMissRateIgnoresCacheAnswers: the detector looks for a flood of distinct keys that
 // turns the cache into a pass-through (FR-MR-1). Answers the cache gives from what it holds
 // (a negative entry, a stale answer while the breaker is open) are not such misses: however

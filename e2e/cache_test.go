@@ -37,6 +37,44 @@ func TestCacheHitMiss(t *testing.T) {
 	wantCount(t, o, "/hit/a", 1)
 }
 
+// TestCacheHitQuery: a URL with a query string is stored under its normalised key; sent in
+// that form it is answered from the hit path's lookup, and sent otherwise (parameters in
+// another order, a key.queryDrop parameter) from the same entry. `?` alone and no query stay
+// two entries, as the origin sees two URIs.
+func TestCacheHitQuery(t *testing.T) {
+	o := newOrigin(t)
+	o.Handle("/q/a", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		io.WriteString(w, "origin saw "+r.URL.RequestURI())
+	})
+	tr := startTraefik(t, o, cachedRoute("q", "/q", "weir-q", specConfig()))
+
+	steps := []struct {
+		desc, path, want string
+		hit              bool
+	}{
+		{desc: "first GET", path: "/q/a?a=1&b=2", want: "/q/a?a=1&b=2"},
+		{desc: "same URL", path: "/q/a?a=1&b=2", want: "/q/a?a=1&b=2", hit: true},
+		{desc: "parameters in another order", path: "/q/a?b=2&a=1", want: "/q/a?a=1&b=2", hit: true},
+		{desc: "a dropped parameter", path: "/q/a?utm_source=x&a=1&b=2", want: "/q/a?a=1&b=2", hit: true},
+		{desc: "another query", path: "/q/a?a=1", want: "/q/a?a=1"},
+		{desc: "an empty query", path: "/q/a?", want: "/q/a?"},
+		{desc: "no query", path: "/q/a", want: "/q/a"},
+		{desc: "an empty query again", path: "/q/a?", want: "/q/a?", hit: true},
+		{desc: "no query again", path: "/q/a", want: "/q/a", hit: true},
+	}
+	for _, st := range steps {
+		r := get(t, tr, st.path)
+		wantReply(t, st.desc, r, http.StatusOK, "origin saw "+st.want)
+		if st.hit {
+			wantHit(t, st.desc, r)
+		} else {
+			wantMiss(t, st.desc, r, "uri-miss", true)
+		}
+	}
+	wantCount(t, o, "/q/a", 4)
+}
+
 // TestStaleWhileRevalidate: past max-age but within stale-while-revalidate (RFC 5861 §3),
 // the stale answer is served at once and exactly one background request refreshes it.
 func TestStaleWhileRevalidate(t *testing.T) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Measures Weir inside a real Traefik: requests per second through bare Traefik, through
-# Traefik + Weir serving cache hits, and through Traefik + Weir passing answers through,
-# each also as a ratio to bare Traefik. One Traefik, three routers, one local origin; runs
-# interleaved over several rounds, medians printed.
+# Traefik + Weir serving cache hits (on a URL without a query and on one with a query
+# string), and through Traefik + Weir passing answers through, each also as a ratio to bare
+# Traefik. One Traefik, four routers, one local origin; runs interleaved over several
+# rounds, medians printed.
 #
 # Usage: scripts/bench.sh [-duration 10s] [-rounds 3] [-connections 32] [-threads 2]
 #                         [-loadgen auto|wrk|go] [-size 1024] [-warmup 2s]

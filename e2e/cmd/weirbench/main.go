@@ -1,11 +1,12 @@
 // Command weirbench measures what Weir costs and saves inside a real Traefik: requests per
-// second through bare Traefik, through Traefik + Weir serving hits, and through Traefik +
-// Weir passing uncacheable answers to the origin, each as a ratio to bare Traefik.
+// second through bare Traefik, through Traefik + Weir serving hits (on a URL without a query
+// and on one with a query string), and through Traefik + Weir passing uncacheable answers to
+// the origin, each as a ratio to bare Traefik.
 //
-// One Traefik process serves three routers side by side against one local origin; runs
-// are interleaved (bare, hit, pass, bare, hit, pass, ...) so drift on the machine falls
-// on all three alike, and the medians are reported. The load comes from wrk when it is
-// installed, else from a built-in closed-loop generator. scripts/bench.sh runs it.
+// One Traefik process serves four routers side by side against one local origin; runs are
+// interleaved (bare, hit, hitq, pass, bare, hit, hitq, pass, ...) so drift on the machine
+// falls on all of them alike, and the medians are reported. The load comes from wrk when it
+// is installed, else from a built-in closed-loop generator. scripts/bench.sh runs it.
 package main
 
 import (
@@ -29,11 +30,15 @@ type target struct {
 	name  string // short name in the round lines
 	label string // what it measures, in the summary
 	path  string // the URL path requested
+	hit   bool   // answered from Weir's cache once warm
 }
 
 var targets = []target{
 	{name: "bare", label: "bare Traefik (no middleware)", path: "/bare/item"},
-	{name: "hit", label: "Traefik + Weir, cache hits", path: "/hit/item"},
+	{name: "hit", label: "Traefik + Weir, cache hits", path: "/hit/item", hit: true},
+	// Real traffic is full of URLs with a query (?page=2, ?v=hash). Two parameters, in the
+	// order Weir's key keeps them (sorted by name).
+	{name: "hitq", label: "Traefik + Weir, cache hits, query string", path: "/hitq/item?page=2&v=5f3c9a", hit: true},
 	{name: "pass", label: "Traefik + Weir, pass-through (no-store)", path: "/pass/item"},
 }
 
@@ -59,7 +64,7 @@ func run() int {
 	flag.StringVar(&o.pluginRoot, "plugin-root", "", "directory holding the plugin source (default: this repository)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of one measured run")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load on each router before the rounds")
-	flag.IntVar(&o.rounds, "rounds", 3, "rounds of (bare, hit, pass) runs; the medians are reported")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of (bare, hit, hitq, pass) runs; the medians are reported")
 	flag.IntVar(&o.connections, "connections", 32, "keep-alive connections")
 	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
 	flag.StringVar(&o.loadgen, "loadgen", "auto", "load generator: wrk, go, or auto (wrk if installed)")
@@ -102,6 +107,7 @@ func bench(ctx context.Context, o options) error {
 	body := strings.Repeat("w", o.size)
 	origin.Handle("/bare/item", answer("max-age=3600", body))
 	origin.Handle("/hit/item", answer("max-age=3600", body))
+	origin.Handle("/hitq/item", answer("max-age=3600", body))
 	origin.Handle("/pass/item", answer("no-store", body))
 
 	conf := map[string]interface{}{
@@ -110,7 +116,8 @@ func bench(ctx context.Context, o options) error {
 	dyn := e2e.Dynamic{
 		Routes: []e2e.Route{
 			{Name: "bare", Rule: "PathPrefix(`/bare`)"},
-			{Name: "hit", Rule: "PathPrefix(`/hit`)", Middleware: "weir-bench"},
+			{Name: "hit", Rule: "PathPrefix(`/hit/`)", Middleware: "weir-bench"},
+			{Name: "hitq", Rule: "PathPrefix(`/hitq/`)", Middleware: "weir-bench"},
 			{Name: "pass", Rule: "PathPrefix(`/pass`)", Middleware: "weir-bench"},
 		},
 		Middlewares: map[string]map[string]interface{}{"weir-bench": conf},
@@ -128,8 +135,13 @@ func bench(ctx context.Context, o options) error {
 	fmt.Printf("traefik %s ready in %v; load: %s, %d connections, %v per run, %d rounds, %d-byte answers\n",
 		o.traefik, time.Since(began).Round(time.Millisecond), gen.describe(), o.connections, o.duration, o.rounds, o.size)
 
-	if err := checkHit(tr); err != nil {
-		fmt.Printf("warning: %v: the hit figures measure something else than Weir's hits\n", err)
+	for _, t := range targets {
+		if !t.hit {
+			continue
+		}
+		if err := checkHit(tr, t.path); err != nil {
+			fmt.Printf("warning: %v: the %s figures measure something else than Weir's hits\n", err, t.name)
+		}
 	}
 	for _, t := range targets {
 		if _, err := gen.run(ctx, tr.URL(t.path), o.warmup); err != nil {
@@ -171,23 +183,23 @@ func bench(ctx context.Context, o options) error {
 		}
 		fmt.Printf("  %-42s %10.0f req/s  %5.2fx bare  Traefik CPU %4.0fµs per answer\n", t.label, m, ratio, e2e.Median(cpus[t.name]))
 	}
-	fmt.Printf("origin requests: bare %d, hit %d, pass %d\n",
-		origin.Count("/bare/item"), origin.Count("/hit/item"), origin.Count("/pass/item"))
+	fmt.Printf("origin requests: bare %d, hit %d, hitq %d, pass %d\n",
+		origin.Count("/bare/item"), origin.Count("/hit/item"), origin.Count("/hitq/item"), origin.Count("/pass/item"))
 	return nil
 }
 
-// checkHit fetches the hit path twice and checks the second answer came from Weir's cache.
-func checkHit(tr *e2e.Traefik) error {
+// checkHit fetches path twice and checks the second answer came from Weir's cache.
+func checkHit(tr *e2e.Traefik, path string) error {
 	var status string
 	for i := 0; i < 2; i++ {
-		resp, err := tr.Client().Get(tr.URL("/hit/item"))
+		resp, err := tr.Client().Get(tr.URL(path))
 		if err != nil {
 			return err
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET /hit/item answered %d", resp.StatusCode)
+			return fmt.Errorf("GET %s answered %d", path, resp.StatusCode)
 		}
 		status = resp.Header.Get("Cache-Status")
 	}
@@ -196,7 +208,7 @@ func checkHit(tr *e2e.Traefik) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("the warmed hit path is not a hit (Cache-Status %q)", status)
+	return fmt.Errorf("the warmed %s is not a hit (Cache-Status %q)", path, status)
 }
 
 func answer(cacheControl, body string) http.HandlerFunc {
