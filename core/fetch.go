@@ -96,10 +96,10 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	}
 	t, refused := enter(h, req.Context(), partitionOf(key), req.Host, false, way)
 	if t == nil {
-		return &fetchResult{refused: refused}
+		return &fetchResult{refused: *refused}
 	}
 	// Deferred: a panic in the next handler must not keep the slot.
-	defer leave(h, t, req.Context(), 0)
+	defer leave(h, t, 0)
 	rec := &recorder{h: h, req: req, header: make(http.Header), sink: sk, stale: stale != nil}
 	reqTime := h.s.Now()
 	serveOrigin(h.next, rec, req)
@@ -107,7 +107,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}
-	leave(h, t, req.Context(), rec.status)
+	leave(h, t, rec.status)
 	if rec.written < rec.declared && rec.mode != modeDecline && rec.mode != modeDiscard {
 		// Traefik's proxy aborts (panics) when the origin's body breaks off; a handler that
 		// returns with a short body instead must not have it stored, nor the hit-for-pass

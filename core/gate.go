@@ -38,7 +38,9 @@ type ticket struct {
 	b      *breaker.Breaker
 	permit breaker.Permit
 	slot   *limit.Slot
-	// record says that leave records the status with the breaker.
+	// ctx is the trip's context: a trip whose client hung up is not recorded.
+	ctx context.Context
+	// record says that leave records the status with the breaker; left that it has.
 	record bool
 	left   bool
 }
@@ -60,58 +62,89 @@ func refusedAny(f refusal) bool {
 }
 
 // enter asks the gate to let a request for host, in partition part, through to the origin:
-// the breaker, then a slot (the upload pool when the request has a body). For a caller that
+// the breaker, then a slot (the upload pool when the request has a body); nil and why not
+// when it does not. For a caller that
 // records nothing, breakers that are all closed are one atomic load and no permit: only a
 // probe's outcome would be recorded, and a closed breaker hands out none.
-func enter(h *Handler, ctx context.Context, part, host string, upload bool, way int) (*ticket, refusal) {
-	t := &ticket{record: way&wayRecord != 0}
+func enter(h *Handler, ctx context.Context, part, host string, upload bool, way int) (*ticket, *refusal) {
+	t := &ticket{ctx: ctx, record: way&wayRecord != 0}
 	// While every breaker of the engine is closed, one atomic load whatever breaker.scope is
 	// (breaker.AllClosed): finding host's breaker costs interpreted calls and a lock.
 	if t.record || !breaker.AllClosed(h.e.breakers) {
-		now := h.s.Now()
-		b := breakerOf(h.e, host, now)
-		if h.mem == nil {
-			h.observeShared(b.Key(), now)
-		}
-		t.b = b
-		t.permit = b.Allow(now)
-		if !t.permit.Allowed {
-			return nil, refusal{open: t.permit.RetryAfter}
-		}
-		if t.permit.Probe {
-			t.record = true
+		if f := askBreaker(h, t, host); f != nil {
+			return nil, f
 		}
 	}
+	if way == 0 {
+		// The common case, written out: a foreground slot free at once.
+		if t.slot = limit.Take(h.e.limiter, part, host, upload); t.slot != nil {
+			return t, nil
+		}
+	}
+	if f := takeSlot(h, t, ctx, part, host, upload, way); f != nil {
+		return nil, f
+	}
+	return t, nil
+}
+
+// askBreaker is enter's question to host's breaker, in a function of its own so that a
+// request meeting closed breakers pays none of its frame slots (docs/yaegi.md).
+func askBreaker(h *Handler, t *ticket, host string) *refusal {
+	now := h.s.Now()
+	b := breakerOf(h.e, host, now)
+	if h.mem == nil {
+		h.observeShared(b.Key(), now)
+	}
+	t.b = b
+	t.permit = b.Allow(now)
+	if !t.permit.Allowed {
+		return &refusal{open: t.permit.RetryAfter}
+	}
+	if t.permit.Probe {
+		t.record = true
+	}
+	return nil
+}
+
+// takeSlot is enter's way to a slot that is not free at once, or for background work; it
+// gives the breaker's probe back when the request is shed.
+func takeSlot(h *Handler, t *ticket, ctx context.Context, part, host string, upload bool, way int) *refusal {
 	var err error
 	if way&wayBackground != 0 {
 		t.slot, err = limit.TryTake(h.e.limiter, part, host, upload)
 	} else if t.slot = limit.Take(h.e.limiter, part, host, upload); t.slot == nil {
 		t.slot, err = limit.Wait(ctx, h.e.limiter, part, host, upload)
 	}
-	if err != nil {
-		if t.permit.Probe {
-			t.b.Release(t.permit, h.s.Now())
-		}
-		return nil, refusal{shed: err}
+	if err == nil {
+		return nil
 	}
-	return t, refusal{}
+	if t.permit.Probe {
+		t.b.Release(t.permit, h.s.Now())
+	}
+	return &refusal{shed: err}
 }
 
 // leave ends t's passage: the slot goes back, and when t records, status goes to the breaker;
 // a status of 0 (the trip panicked, or ended without an answer) gives the permit back
 // unrecorded. Only the first leave counts, so a caller defers leave(..., 0) against a panic
-// in the next handler and leaves with the status once it has it.
-func leave(h *Handler, t *ticket, ctx context.Context, status int) {
+// in the next handler and leaves with the status once it has it. Its body is small, and the
+// breaker's part a function of its own: a pass-through request leaves on every answer, and
+// in Yaegi a call pays for every value of its callee's whole body (docs/yaegi.md).
+func leave(h *Handler, t *ticket, status int) {
+	limit.Return(t.slot)
+	if t.record {
+		recordOutcome(h, t, status)
+	}
+}
+
+// recordOutcome tells t's breaker how its trip ended, once.
+func recordOutcome(h *Handler, t *ticket, status int) {
 	if t.left {
 		return
 	}
 	t.left = true
-	limit.Return(t.slot)
-	if !t.record {
-		return
-	}
 	now := h.s.Now()
-	if status == 0 || ctx.Err() == context.Canceled {
+	if status == 0 || t.ctx.Err() == context.Canceled {
 		// A client that hung up is neither a success nor a failure of the origin.
 		t.b.Release(t.permit, now)
 		return

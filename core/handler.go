@@ -364,13 +364,14 @@ func staleStatus(ent *store.Entry, now time.Time, detail string) string {
 // Write) costs microseconds, on every pass-through request. The breaker's probe is the
 // exception (passProbe).
 func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
-	t, refused := enter(h, r.Context(), part, r.Host, r.ContentLength != 0, 0)
+	ctx := r.Context()
+	t, refused := enter(h, ctx, part, r.Host, r.ContentLength != 0, 0)
 	if t == nil {
-		h.refused(w, r, nil, cacheStatus[0], refused)
+		h.refused(w, r, nil, cacheStatus[0], *refused)
 		return
 	}
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
-	defer leave(h, t, r.Context(), 0)
+	defer leave(h, t, 0)
 	w.Header()["Cache-Status"] = cacheStatus
 	if t.record {
 		passProbe(h, t, w, r)
@@ -390,7 +391,7 @@ func passProbe(h *Handler, t *ticket, w http.ResponseWriter, r *http.Request) {
 		// A handler that returns without writing has answered 200 (net/http's rule).
 		status = http.StatusOK
 	}
-	leave(h, t, r.Context(), status)
+	leave(h, t, status)
 }
 
 // requestNoCache tells whether the client asked that nothing stored be used without

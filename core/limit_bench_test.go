@@ -41,7 +41,7 @@ func BenchmarkGateEnterLeave(b *testing.B) {
 		if t == nil {
 			b.Fatal(refused)
 		}
-		leave(h, t, ctx, http.StatusOK)
+		leave(h, t, http.StatusOK)
 	}
 }
 

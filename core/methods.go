@@ -20,11 +20,11 @@ func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
 	}
 	t, refused := enter(h, r.Context(), partition(r), r.Host, hasBody(r), wayRecord)
 	if t == nil {
-		h.refused(w, r, nil, statusMethod, refused)
+		h.refused(w, r, nil, statusMethod, *refused)
 		return
 	}
 	// Deferred: a panic in the next handler must not keep the slot (FR-LIM-1).
-	defer leave(h, t, r.Context(), 0)
+	defer leave(h, t, 0)
 	w.Header()["Cache-Status"] = []string{statusMethod}
 	sw := &statusWriter{w: w, h: h, r: r, unsafe: unsafeMethod(r.Method)}
 	h.next.ServeHTTP(sw, r)
@@ -32,7 +32,7 @@ func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
 		// A handler that returns without writing has answered 200 (net/http's rule).
 		sw.WriteHeader(http.StatusOK)
 	}
-	leave(h, t, r.Context(), sw.status)
+	leave(h, t, sw.status)
 }
 
 // unsafeMethod tells whether a method may change what the URI names: every method but the
