@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
@@ -191,21 +190,20 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.E
 		h.heldBack(w, r, stale, cacheStatus, "miss-rate", f.throttled)
 	case errors.Is(f.shed, limit.ErrContextDone):
 	case stale != nil && now.Before(stale.StaleIfErrorUntil):
-		h.serveEntry(w, r, stale, now, staleStatus(stale, now, limit.Detail(f.shed)))
+		h.write(w, r, &answer{ent: stale, hit: true, detail: limit.Detail(f.shed)})
 	default:
-		unavailable(w, cacheStatus, limit.Detail(f.shed), h.retryAfter)
+		h.write(w, r, unavailable(cacheStatus, limit.Detail(f.shed), h.queueWait))
 	}
 }
 
 // heldBack answers a request that a protection keeps from the origin for a while: the stale
 // answer while stale-if-error or stale-while-revalidate allow it, otherwise 503.
 func (h *Handler) heldBack(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus, detail string, retryAfter time.Duration) {
-	now := h.s.Now()
-	if servableStale(stale, now) {
-		h.serveEntry(w, r, stale, now, staleStatus(stale, now, detail))
+	if servableStale(stale, h.s.Now()) {
+		h.write(w, r, &answer{ent: stale, hit: true, detail: detail})
 		return
 	}
-	unavailable(w, cacheStatus, detail, []string{strconv.FormatInt(ceilSeconds(retryAfter), 10)})
+	h.write(w, r, unavailable(cacheStatus, detail, retryAfter))
 }
 
 // servableStale tells whether a stale entry may still be served in place of the origin's
@@ -214,30 +212,20 @@ func servableStale(stale *store.Entry, now time.Time) bool {
 	return stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil))
 }
 
-// unavailable writes the 503 of a request Weir does not send to the origin, with the reason
-// in Cache-Status and when to come back in Retry-After.
-func unavailable(w http.ResponseWriter, cacheStatus, detail string, retryAfter []string) {
-	hdr := w.Header()
-	hdr["Retry-After"] = retryAfter
-	hdr["Cache-Status"] = []string{withDetail(cacheStatus, detail)}
-	http.Error(w, "origin unavailable, retry later", http.StatusServiceUnavailable)
+// unavailable is the 503 of a request Weir does not send to the origin, with the reason in
+// Cache-Status and when to come back in Retry-After.
+func unavailable(cacheStatus, detail string, retryAfter time.Duration) *answer {
+	return &answer{status: http.StatusServiceUnavailable, text: "origin unavailable, retry later",
+		cache: cacheStatus, detail: detail, retryAfter: retryAfter}
 }
 
-// retryAfterSeconds is the Retry-After sent with shed answers: the queue wait, at least 1s.
-func retryAfterSeconds(queueWait time.Duration) string {
-	if queueWait <= 0 {
-		queueWait = limit.DefaultMaxQueueWait
-	}
-	return strconv.FormatInt(ceilSeconds(queueWait), 10)
-}
-
-// ceilSeconds rounds d up to whole seconds for Retry-After (RFC 9110 section 10.2.3): at
-// least 1, since 0 would ask for an immediate retry.
-func ceilSeconds(d time.Duration) int64 {
+// queueWait is limiter.maxQueueWait as shed answers say it in Retry-After: its default when
+// unset.
+func queueWait(d time.Duration) time.Duration {
 	if d <= 0 {
-		return 1
+		return limit.DefaultMaxQueueWait
 	}
-	return int64((d + time.Second - 1) / time.Second)
+	return d
 }
 
 // hasBody tells a request with a body by its length: -1 is a chunked one, and a server

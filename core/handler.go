@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"math/rand"
 	"net/http"
 	"strconv"
@@ -47,8 +46,8 @@ type Handler struct {
 	// passStatusValue is passStatus as a header value, shared by every answer: header
 	// values are never changed in place.
 	passStatusValue []string
-	// retryAfter is the Retry-After of an answer shed by the limiter.
-	retryAfter []string
+	// queueWait is limiter.maxQueueWait: the Retry-After of an answer shed by the limiter.
+	queueWait time.Duration
 	// now is s.Now, one selector closer to the hit path.
 	now func() time.Time
 }
@@ -77,7 +76,7 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 
 		passStatus:      statusFwd + fwdURIMiss + paramDetail + "uncacheable",
 		passStatusValue: []string{statusFwd + fwdURIMiss + paramDetail + "uncacheable"},
-		retryAfter:      []string{retryAfterSeconds(s.Limiter.MaxQueueWait)},
+		queueWait:       queueWait(s.Limiter.MaxQueueWait),
 		now:             s.Now,
 	}, nil
 }
@@ -233,7 +232,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if ent != nil && now.Before(ent.FreshUntil) && !requestNoCache(r) {
 		missrate.Hit(h.missRate, partitionOf(key))
-		h.serveEntry(w, r, ent, now, statusHit+strconv.FormatInt(ttlSeconds(ent, now), 10))
+		h.write(w, r, &answer{ent: ent, hit: true})
 		return
 	}
 	h.miss(w, r, key, lookupKey, ent, varyMiss, now)
@@ -301,55 +300,6 @@ func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
 		return false
 	}
 	return h.e.store.Set(ctx, variantKey(generationKey(key, idx), ent.Vary, req), ent) == nil
-}
-
-// serveEntry writes a stored answer with its current Age (RFC 9111 section 5.1).
-func (h *Handler) serveEntry(w http.ResponseWriter, r *http.Request, ent *store.Entry, now time.Time, cacheStatus string) {
-	hdr := w.Header()
-	for k, v := range ent.Header {
-		hdr[k] = v
-	}
-	age := int64(now.Sub(ent.Born) / time.Second)
-	if age < 0 {
-		age = 0
-	}
-	hdr["Age"] = []string{strconv.FormatInt(age, 10)}
-	hdr["Cache-Status"] = []string{cacheStatus}
-	if (len(r.Header["If-None-Match"]) > 0 || len(r.Header["If-Modified-Since"]) > 0) && notModified(r, ent) {
-		for _, k := range notModifiedDrop {
-			delete(hdr, k)
-		}
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	if len(r.Header["Range"]) > 0 && serveRange(w, r, ent) {
-		return
-	}
-	w.WriteHeader(ent.Status)
-	if r.Method != http.MethodHead {
-		w.Write(ent.Body)
-	}
-}
-
-// ttlSeconds is the entry's remaining freshness in whole seconds, negative once stale.
-func ttlSeconds(ent *store.Entry, now time.Time) int64 {
-	d := ent.FreshUntil.Sub(now)
-	if d < 0 {
-		return -int64((-d + time.Second - 1) / time.Second)
-	}
-	return int64(d / time.Second)
-}
-
-// withDetail sets the detail of a Cache-Status, replacing one it had: RFC 9211 allows one.
-func withDetail(cacheStatus, detail string) string {
-	if i := strings.Index(cacheStatus, paramDetail); i >= 0 {
-		cacheStatus = cacheStatus[:i]
-	}
-	return cacheStatus + paramDetail + detail
-}
-
-func staleStatus(ent *store.Entry, now time.Time, detail string) string {
-	return fmt.Sprintf("%s%d%s%s", statusHit, ttlSeconds(ent, now), paramDetail, detail)
 }
 
 // pass sends r to the origin as it is, with its own writer, so streaming, flushing and

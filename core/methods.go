@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // serveOther passes requests of other methods to the origin. A non-error answer to an
@@ -51,15 +52,11 @@ func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// The entry may still be served by every instance sharing the store: say so, so the
 		// operator retries.
-		w.Header()["Cache-Status"] = []string{statusBypass + paramDetail + "purge-failed"}
-		w.Header()["Retry-After"] = []string{"1"}
-		http.Error(w, "purge failed: "+err.Error(), http.StatusServiceUnavailable)
+		h.write(w, r, &answer{status: http.StatusServiceUnavailable, text: "purge failed: " + err.Error(),
+			cache: statusBypass, detail: "purge-failed", retryAfter: time.Second})
 		return
 	}
-	w.Header()["Cache-Status"] = []string{statusBypass + paramDetail + "purged"}
-	w.Header()["Content-Type"] = []string{"text/plain; charset=utf-8"}
-	w.WriteHeader(http.StatusOK)
-	w.Write([]byte("purged\n"))
+	h.write(w, r, &answer{status: http.StatusOK, text: "purged", cache: statusBypass, detail: "purged"})
 }
 
 // invalidate drops the entries of r's URI and of the same-origin URIs its answer named.

@@ -26,7 +26,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	if stale == nil {
 		if ne, ok := h.e.neg.Lookup(key, now); ok {
 			missrate.Hit(h.missRate, partitionOf(key))
-			h.serveNegative(w, ne, now)
+			h.write(w, r, negativeAnswer(ne, now))
 			return
 		}
 	}
@@ -47,7 +47,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		// RFC 5861 section 3: answer at once, refresh behind the client's back.
 		missrate.Hit(h.missRate, part)
 		h.refresh(r, key, stale)
-		h.serveEntry(w, r, stale, now, statusHit+itoa(ttlSeconds(stale, now)))
+		h.write(w, r, &answer{ent: stale, hit: true})
 		return
 	}
 	if (stale == nil && len(r.Header["Authorization"]) > 0) || requestNoStore(r) {
@@ -92,7 +92,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		if ent, _, _ := h.lookup(r, key, now); ent != nil && !ent.Pass && now.Before(ent.FreshUntil) && (stale == nil || ent != stale) {
 			res := &fetchResult{status: ent.Status, header: ent.Header, body: ent.Body, entry: ent}
 			h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
-			h.serveEntry(w, r, ent, now, statusHit+itoa(ttlSeconds(ent, now)))
+			h.write(w, r, &answer{ent: ent, hit: true})
 			return
 		}
 		h.lead(w, r, c, key, stale, statusFwd+fwd)
@@ -264,7 +264,7 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 	if outcome == waitTimedOut {
 		now := h.s.Now()
 		if servableStale(stale, now) {
-			h.serveEntry(w, r, stale, now, staleStatus(stale, now, "coalesce-timeout"))
+			h.write(w, r, &answer{ent: stale, hit: true, detail: "coalesce-timeout"})
 			return
 		}
 		pass(h, w, r, partition(r), []string{statusFwd + fwdURIMiss + paramDetail + "coalesce-timeout"})
@@ -297,10 +297,10 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 		// FR-COA-5: each waiter serves stale from its own lookup if stale-if-error allows it,
 		// otherwise the error; nobody retries.
 		if stale != nil && now.Before(stale.StaleIfErrorUntil) {
-			h.serveEntry(w, r, stale, now, staleStatus(stale, now, "stale-if-error"))
+			h.write(w, r, &answer{ent: stale, hit: true, detail: "stale-if-error"})
 			return
 		}
-		h.writeAnswer(w, res.status, res.header, res.body, cacheStatus+paramDetail+"origin-error", follower)
+		h.write(w, r, &answer{status: res.status, header: res.header, body: res.body, shared: follower, cache: cacheStatus, detail: "origin-error"})
 	case res.entry != nil:
 		if res.stored && !follower {
 			cacheStatus += paramStored
@@ -308,17 +308,13 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 		if res.revalidated {
 			cacheStatus += "; fwd-status=304"
 		}
-		h.serveEntry(w, r, res.entry, now, cacheStatus)
+		h.write(w, r, &answer{ent: res.entry, cache: cacheStatus})
 	case res.declined && !follower:
 		// The leader asked for a range of an answer Weir could not hold: it asks the
 		// origin for its range itself rather than wait for the whole answer.
 		pass(h, w, r, partition(r), []string{withDetail(cacheStatus, res.reason)})
 	case !follower && !res.streamed:
-		detail := ""
-		if res.reason != "" {
-			detail = paramDetail + res.reason
-		}
-		h.writeAnswer(w, res.status, res.header, res.body, cacheStatus+detail, false)
+		h.write(w, r, &answer{status: res.status, header: res.header, body: res.body, cache: cacheStatus, detail: res.reason})
 	default:
 		h.retry(w, r, "")
 	}
@@ -332,7 +328,7 @@ func (h *Handler) retry(w http.ResponseWriter, r *http.Request, key string) {
 	}
 	now := h.s.Now()
 	if ent, _, _ := h.lookup(r, key, now); ent != nil && now.Before(ent.FreshUntil) {
-		h.serveEntry(w, r, ent, now, statusHit+itoa(ttlSeconds(ent, now)))
+		h.write(w, r, &answer{ent: ent, hit: true})
 		return
 	}
 	pass(h, w, r, partition(r), h.passStatusValue)
@@ -357,35 +353,10 @@ func (h *Handler) refresh(r *http.Request, key string, stale *store.Entry) {
 func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string) {
 	now := h.s.Now()
 	if stale != nil && now.Before(stale.StaleIfErrorUntil) {
-		h.serveEntry(w, r, stale, now, staleStatus(stale, now, "stale-if-error"))
+		h.write(w, r, &answer{ent: stale, hit: true, detail: "stale-if-error"})
 		return
 	}
-	w.Header()["Cache-Status"] = []string{cacheStatus}
-	http.Error(w, http.StatusText(http.StatusBadGateway), http.StatusBadGateway)
-}
-
-// writeAnswer writes a held answer, without the fields meant for Weir alone. For other
-// waiters than the one it was fetched for, the fields that could carry one client's state
-// (Set-Cookie) are left out, and an answer private for Weir keeps only its status.
-func (h *Handler) writeAnswer(w http.ResponseWriter, status int, header http.Header, body []byte, cacheStatus string, shared bool) {
-	dst := w.Header()
-	private := shared && responseControl(header).private
-	if !private {
-		for k, v := range header {
-			if (shared && k == "Set-Cookie") || weirOnlyField(k) {
-				continue
-			}
-			dst[k] = v
-		}
-	}
-	if private {
-		body = nil
-	}
-	dst["Cache-Status"] = []string{cacheStatus}
-	w.WriteHeader(status)
-	if len(body) > 0 {
-		w.Write(body)
-	}
+	h.write(w, r, &answer{status: http.StatusBadGateway, text: http.StatusText(http.StatusBadGateway), cache: cacheStatus})
 }
 
 // reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).

@@ -8,21 +8,18 @@ import (
 	"github.com/weirproxy/weir/core/neg"
 )
 
-// serveNegative answers from a negative entry: the remembered status, no body, no origin
-// contact (FR-NEG-1, FR-NEG-2), and Retry-After, which every 503 (and 502, 504) Weir makes
-// carries: the time left until the later of the entry's end and the end of the origin's own
-// Retry-After, so a client that obeys it neither comes back to the same negative answer nor
-// before the origin asked.
-func (h *Handler) serveNegative(w http.ResponseWriter, ne neg.Entry, now time.Time) {
-	hdr := w.Header()
+// negativeAnswer is the answer of a negative entry: the remembered status, no body, no
+// origin contact (FR-NEG-1, FR-NEG-2), and Retry-After, which every 503 (and 502, 504) Weir
+// makes carries: the time left until the later of the entry's end and the end of the
+// origin's own Retry-After, so a client that obeys it neither comes back to the same negative
+// answer nor before the origin asked.
+func negativeAnswer(ne neg.Entry, now time.Time) *answer {
 	left := ne.Until.Sub(now)
 	if origin := ne.At.Add(ne.RetryAfter).Sub(now); origin > left {
 		left = origin
 	}
-	hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(left), 10)}
-	hdr["Content-Length"] = []string{"0"}
-	hdr["Cache-Status"] = []string{statusHit + strconv.FormatInt(ceilSeconds(ne.Until.Sub(now)), 10) + paramDetail + "negative"}
-	w.WriteHeader(ne.Status)
+	return &answer{status: ne.Status, cache: statusHit + strconv.FormatInt(ceilSeconds(ne.Until.Sub(now)), 10),
+		detail: "negative", retryAfter: left}
 }
 
 // rememberFailure records a negative entry for key after a fetch failed on origin health with

@@ -38,7 +38,7 @@ func rangeAsked(r *http.Request) bool {
 	return r.Method == http.MethodGet && len(r.Header["Range"]) > 0
 }
 
-// serveRange answers a Range request from a stored answer whose header fields serveEntry
+// serveRange answers a Range request from a stored answer whose header fields writeEntry
 // has set, with 206 or 416, and reports whether it did; false: the whole answer is served.
 // Only a GET for a complete 200 is served in part, and only when If-Range holds (RFC 9110
 // section 13.1.5); the client's If-None-Match and If-Modified-Since were answered first

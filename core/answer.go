@@ -1,0 +1,163 @@
+package core
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirproxy/weir/core/store"
+)
+
+// answer is what Weir answers a request with, decided before anything is written
+// (ARCHITECTURE.md, "Answers"): a stored entry, a held answer of the origin's, or a status of
+// Weir's own. Decisions return one; write is the one writer, and the one place that rounds a
+// duration to whole seconds for Retry-After. The fresh hit written out in Handler.ServeHTTP,
+// answers streamed to their leader (sink) and answers passed through with the client's own
+// writer are the exceptions: the first for speed, the others because the origin writes them.
+type answer struct {
+	// ent is a stored answer, served with its current Age; the client's validators and Range
+	// are answered from it. Nil for the other kinds.
+	ent *store.Entry
+	// hit marks ent served as a hit: Cache-Status is hit with ent's ttl, negative once stale,
+	// computed as it is written. Otherwise cache is the Cache-Status.
+	hit bool
+
+	// status is the status of a held answer (header not nil) or of Weir's own.
+	status int
+	// header and body are a held answer of the origin's.
+	header http.Header
+	body   []byte
+	// shared marks a held answer fetched for another client: the fields that could carry
+	// that client's state (Set-Cookie) are left out, and one private for Weir keeps only its
+	// status.
+	shared bool
+	// text is the body of Weir's own answer, a line of plain text; empty, it has none.
+	text string
+
+	// cache is the Cache-Status of an answer that is no hit of ent's.
+	cache string
+	// detail, when set, is the Cache-Status detail, replacing one cache had: RFC 9211 allows
+	// one.
+	detail string
+	// retryAfter, when positive, is sent as Retry-After (every 503 or 429 Weir makes says
+	// when to come back).
+	retryAfter time.Duration
+}
+
+// write writes a.
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, a *answer) {
+	hdr := w.Header()
+	if a.retryAfter > 0 {
+		hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(a.retryAfter), 10)}
+	}
+	if a.ent != nil {
+		writeEntry(w, r, a, h.s.Now())
+		return
+	}
+	if a.header != nil {
+		writeHeld(w, a)
+		return
+	}
+	hdr["Cache-Status"] = []string{cacheStatusOf(a, time.Time{})}
+	if a.text == "" {
+		hdr["Content-Length"] = []string{"0"}
+		w.WriteHeader(a.status)
+		return
+	}
+	// As http.Error writes an error: a line of text the client must not sniff as anything
+	// else.
+	hdr["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	hdr["X-Content-Type-Options"] = []string{"nosniff"}
+	w.WriteHeader(a.status)
+	w.Write([]byte(a.text + "\n"))
+}
+
+// cacheStatusOf is a's Cache-Status at now.
+func cacheStatusOf(a *answer, now time.Time) string {
+	cs := a.cache
+	if a.hit {
+		cs = statusHit + strconv.FormatInt(ttlSeconds(a.ent, now), 10)
+	}
+	if a.detail != "" {
+		cs = withDetail(cs, a.detail)
+	}
+	return cs
+}
+
+// writeEntry writes a stored answer with its current Age (RFC 9111 section 5.1), or the 304
+// its client's validators ask for, or the range its client asked for.
+func writeEntry(w http.ResponseWriter, r *http.Request, a *answer, now time.Time) {
+	ent := a.ent
+	hdr := w.Header()
+	for k, v := range ent.Header {
+		hdr[k] = v
+	}
+	age := int64(now.Sub(ent.Born) / time.Second)
+	if age < 0 {
+		age = 0
+	}
+	hdr["Age"] = []string{strconv.FormatInt(age, 10)}
+	hdr["Cache-Status"] = []string{cacheStatusOf(a, now)}
+	if (len(r.Header["If-None-Match"]) > 0 || len(r.Header["If-Modified-Since"]) > 0) && notModified(r, ent) {
+		for _, k := range notModifiedDrop {
+			delete(hdr, k)
+		}
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if len(r.Header["Range"]) > 0 && serveRange(w, r, ent) {
+		return
+	}
+	w.WriteHeader(ent.Status)
+	if r.Method != http.MethodHead {
+		w.Write(ent.Body)
+	}
+}
+
+// writeHeld writes a held answer, without the fields meant for Weir alone.
+func writeHeld(w http.ResponseWriter, a *answer) {
+	dst := w.Header()
+	body := a.body
+	if a.shared && responseControl(a.header).private {
+		body = nil
+	} else {
+		for k, v := range a.header {
+			if (a.shared && k == "Set-Cookie") || weirOnlyField(k) {
+				continue
+			}
+			dst[k] = v
+		}
+	}
+	dst["Cache-Status"] = []string{cacheStatusOf(a, time.Time{})}
+	w.WriteHeader(a.status)
+	if len(body) > 0 {
+		w.Write(body)
+	}
+}
+
+// ttlSeconds is the entry's remaining freshness in whole seconds, negative once stale.
+func ttlSeconds(ent *store.Entry, now time.Time) int64 {
+	d := ent.FreshUntil.Sub(now)
+	if d < 0 {
+		return -ceilSeconds(-d)
+	}
+	return int64(d / time.Second)
+}
+
+// withDetail sets the detail of a Cache-Status, replacing one it had: RFC 9211 allows one.
+func withDetail(cacheStatus, detail string) string {
+	if i := strings.Index(cacheStatus, paramDetail); i >= 0 {
+		cacheStatus = cacheStatus[:i]
+	}
+	return cacheStatus + paramDetail + detail
+}
+
+// ceilSeconds rounds d up to whole seconds, at least 1: for Retry-After (RFC 9110 section
+// 10.2.3), where 0 would ask for an immediate retry, and for the ttl of what is past its end.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 1
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
