@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -99,14 +100,12 @@ func writeEntry(w http.ResponseWriter, r *http.Request, a *answer, now time.Time
 	}
 	hdr["Age"] = []string{strconv.FormatInt(age, 10)}
 	hdr["Cache-Status"] = []string{cacheStatusOf(a, now)}
-	if (len(r.Header["If-None-Match"]) > 0 || len(r.Header["If-Modified-Since"]) > 0) && notModified(r, ent) {
-		for _, k := range notModifiedDrop {
-			delete(hdr, k)
-		}
+	if (len(r.Header["If-None-Match"]) > 0 || len(r.Header["If-Modified-Since"]) > 0) && httpcache.NotModified(r, ent) {
+		httpcache.DropForNotModified(hdr)
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if len(r.Header["Range"]) > 0 && serveRange(w, r, ent) {
+	if len(r.Header["Range"]) > 0 && httpcache.ServeRange(w, r, ent) {
 		return
 	}
 	w.WriteHeader(ent.Status)
@@ -119,11 +118,11 @@ func writeEntry(w http.ResponseWriter, r *http.Request, a *answer, now time.Time
 func writeHeld(w http.ResponseWriter, a *answer) {
 	dst := w.Header()
 	body := a.body
-	if a.shared && responseControl(a.header).private {
+	if a.shared && httpcache.ResponseControl(a.header).Private {
 		body = nil
 	} else {
 		for k, v := range a.header {
-			if (a.shared && k == "Set-Cookie") || weirOnlyField(k) {
+			if (a.shared && k == "Set-Cookie") || httpcache.WeirOnlyField(k) {
 				continue
 			}
 			dst[k] = v

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -71,7 +72,7 @@ func (h *Handler) fetchRequest(r *http.Request, stale *store.Entry) (*http.Reque
 	req.ContentLength = 0
 	// Weir announces itself as a surrogate, so that the origin can target Surrogate-Control
 	// directives at it (Edge Architecture section 2.1).
-	req.Header["Surrogate-Capability"] = withSurrogateCapability(req.Header["Surrogate-Capability"])
+	req.Header["Surrogate-Capability"] = httpcache.WithSurrogateCapability(req.Header["Surrogate-Capability"])
 	if stale != nil {
 		if etag := stale.Header.Get("Etag"); etag != "" {
 			req.Header["If-None-Match"] = []string{etag}
@@ -94,7 +95,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	if sk == nil {
 		way |= wayBackground
 	}
-	t, refused := enter(h, req.Context(), partitionOf(key), req.Host, false, way)
+	t, refused := enter(h, req.Context(), httpcache.PartitionOf(key), req.Host, false, way)
 	if t == nil {
 		return &fetchResult{refused: *refused}
 	}
@@ -119,57 +120,57 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	switch {
 	case rec.mode == modeStream:
 		res.streamed = true
-		if !requestScoped(rec.reason) {
+		if !httpcache.RequestScoped(rec.reason) {
 			h.markPass(key, respTime)
 		}
 		return res
 	case rec.mode == modeDecline:
 		res.declined = true
-		if !requestScoped(rec.reason) {
+		if !httpcache.RequestScoped(rec.reason) {
 			h.markPass(key, respTime)
 		}
 		return res
 	case rec.mode == modeDiscard:
-		res.reason = reasonTooLarge
+		res.reason = httpcache.ReasonTooLarge
 		h.markPass(key, respTime)
 		return res
-	case isOriginError(rec.status):
+	case httpcache.IsOriginError(rec.status):
 		res.originError = true
-		if stale == nil && !requestNoStore(req) {
+		if stale == nil && !httpcache.RequestNoStore(req) {
 			// A negative entry stores part of the answer: not for a request that forbids it.
 			h.rememberFailure(key, req, rec.status, rec.header, respTime)
 		}
 		return res
 	case rec.status == http.StatusNotModified && stale != nil:
-		merged := mergeNotModified(stale.Header, rec.header)
-		cc := responseControl(merged)
-		ent := h.policy.newEntry(stale.Status, merged, stale.Body, cc, reqTime, respTime)
+		merged := httpcache.MergeNotModified(stale.Header, rec.header)
+		cc := httpcache.ResponseControl(merged)
+		ent := h.policy.NewEntry(stale.Status, merged, stale.Body, cc, reqTime, respTime)
 		res.status, res.header, res.body = ent.Status, ent.Header, ent.Body
-		if ok, reason := h.policy.storable(req, stale.Status, merged, cc); !ok {
+		if ok, reason := h.policy.Storable(req, stale.Status, merged, cc); !ok {
 			// A 304 that sets a cookie or makes the answer private or no-store updates it for
 			// the leader only: neither stored nor shared with followers.
 			res.reason = reason
-			if !requestScoped(reason) {
+			if !httpcache.RequestScoped(reason) {
 				h.markPass(key, respTime)
 			}
 			return res
 		}
 		res.entry, res.revalidated = ent, true
 	case !rec.storable:
-		if !requestScoped(rec.reason) {
+		if !httpcache.RequestScoped(rec.reason) {
 			h.markPass(key, respTime)
 		}
 		return res
 	default:
-		res.entry = h.policy.newEntry(rec.status, rec.header, rec.body, rec.cc, reqTime, respTime)
+		res.entry = h.policy.NewEntry(rec.status, rec.header, rec.body, rec.cc, reqTime, respTime)
 	}
 	if len(res.entry.Vary) > 0 {
-		res.varKey = variantKey(key, res.entry.Vary, req)
+		res.varKey = httpcache.VariantKey(key, res.entry.Vary, req)
 	}
 	h.e.neg.Forget(key)
 	res.stored = h.put(key, req, res.entry)
 	if !res.stored {
-		res.reason = reasonTooLarge
+		res.reason = httpcache.ReasonTooLarge
 	}
 	return res
 }
@@ -204,10 +205,6 @@ func (h *Handler) markPass(key string, now time.Time) {
 	cancel()
 }
 
-func isOriginError(status int) bool {
-	return status == 500 || status == 502 || status == 503 || status == 504
-}
-
 // What a recorder does with the answer's body.
 const (
 	modeBuffer  = iota // hold it, to store and share
@@ -227,7 +224,7 @@ type recorder struct {
 
 	wroteHeader bool
 	status      int
-	cc          cacheControl
+	cc          httpcache.Directives
 	storable    bool
 	reason      string
 	mode        int
@@ -249,8 +246,8 @@ func (rec *recorder) WriteHeader(status int) {
 	}
 	rec.wroteHeader = true
 	rec.status = status
-	rec.cc = responseControl(rec.header)
-	rec.storable, rec.reason = rec.h.policy.storable(rec.req, status, rec.header, rec.cc)
+	rec.cc = httpcache.ResponseControl(rec.header)
+	rec.storable, rec.reason = rec.h.policy.Storable(rec.req, status, rec.header, rec.cc)
 	rec.mode = modeBuffer
 	rec.declared = -1
 	// A 304's Content-Length is the stored answer's, and a 204 has no body (RFC 9110
@@ -260,17 +257,17 @@ func (rec *recorder) WriteHeader(status int) {
 			rec.declared = n
 		}
 	}
-	if rec.sink == nil || isOriginError(status) || (status == http.StatusNotModified && rec.stale) {
+	if rec.sink == nil || httpcache.IsOriginError(status) || (status == http.StatusNotModified && rec.stale) {
 		return
 	}
 	switch {
 	case !rec.storable:
 		rec.stream()
 	case isEventStream(rec.header):
-		rec.reason = reasonStreaming
+		rec.reason = httpcache.ReasonStreaming
 		rec.stream()
-	case rec.declared > rec.h.policy.maxEntrySize:
-		rec.reason = reasonTooLarge
+	case rec.declared > rec.h.policy.MaxEntrySize:
+		rec.reason = httpcache.ReasonTooLarge
 		rec.stream()
 	}
 }
@@ -291,7 +288,7 @@ func (rec *recorder) Write(p []byte) (int, error) {
 	case modeDiscard, modeDecline:
 		return 0, errDetached
 	}
-	if int64(len(rec.body)+len(p)) > rec.h.policy.maxEntrySize {
+	if int64(len(rec.body)+len(p)) > rec.h.policy.MaxEntrySize {
 		// Over the limit: never held whole. The leader gets what was held and the rest as
 		// it arrives; a background refresh gives up.
 		if rec.sink == nil {
@@ -299,7 +296,7 @@ func (rec *recorder) Write(p []byte) (int, error) {
 			rec.body = nil
 			return 0, errDetached
 		}
-		rec.reason = reasonTooLarge
+		rec.reason = httpcache.ReasonTooLarge
 		held := rec.body
 		rec.body = nil
 		rec.stream()
@@ -357,7 +354,7 @@ func (s *sink) writeHeader(status int, h http.Header, detail string) {
 	if !s.detached {
 		dst := s.w.Header()
 		for k, v := range h {
-			if weirOnlyField(k) {
+			if httpcache.WeirOnlyField(k) {
 				continue
 			}
 			dst[k] = v

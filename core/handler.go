@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -33,8 +34,8 @@ type Handler struct {
 	e      *engine
 	next   http.Handler
 	s      Settings
-	keyer  keyer
-	policy policy
+	keyer  httpcache.Keyer
+	policy httpcache.Policy
 	// mem is the engine's store when it is process memory.
 	mem *store.Memory
 	// hot is what the hit path reads directly: mem, or the shared store's near tier.
@@ -67,8 +68,8 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		e:      e,
 		next:   next,
 		s:      s,
-		keyer:  newKeyer(s.QueryDrop),
-		policy: policy{defaultTTL: s.DefaultTTL, maxEntrySize: s.MaxEntrySize},
+		keyer:  httpcache.NewKeyer(s.QueryDrop),
+		policy: httpcache.Policy{DefaultTTL: s.DefaultTTL, MaxEntrySize: s.MaxEntrySize},
 		mem:    e.mem,
 		hot:    e.hot,
 
@@ -99,7 +100,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The key is looked up as the client sent it: scheme, host and RequestURI (origin form),
-	// query and all. Stored keys are in normal form (keyer.key), and normalising is
+	// query and all. Stored keys are in normal form (httpcache.Keyer.Key), and normalising is
 	// idempotent, so a request whose scheme, host and URI spell a stored key has that key
 	// for its own; one whose query is not in normal form (`?b=2&a=1`, a dropped parameter,
 	// an empty one) finds nothing under it and takes serve, which normalises. A header
@@ -207,7 +208,7 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 		h.serve(w, r)
 		return
 	}
-	// The partition is the key up to its query: partitionOf written out, since an
+	// The partition is the key up to its query: httpcache.PartitionOf written out, since an
 	// interpreted call costs more than the scan.
 	part := key
 	if i := strings.IndexByte(key, '?'); i >= 0 {
@@ -220,18 +221,18 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 // remote stores, misses.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
 	if len(r.Header["Upgrade"]) > 0 {
-		pass(h, w, r, partition(r), []string{statusBypass + paramDetail + "upgrade"})
+		pass(h, w, r, httpcache.Partition(r), []string{statusBypass + paramDetail + "upgrade"})
 		return
 	}
-	key := h.keyer.key(r)
+	key := h.keyer.Key(r)
 	now := h.s.Now()
 	ent, lookupKey, varyMiss := h.lookup(r, key, now)
 	if ent != nil && ent.Pass {
-		pass(h, w, r, partition(r), h.passStatusValue)
+		pass(h, w, r, httpcache.Partition(r), h.passStatusValue)
 		return
 	}
 	if ent != nil && now.Before(ent.FreshUntil) && !requestNoCache(r) {
-		missrate.Hit(h.missRate, partitionOf(key))
+		missrate.Hit(h.missRate, httpcache.PartitionOf(key))
 		h.write(w, r, &answer{ent: ent, hit: true})
 		return
 	}
@@ -246,7 +247,7 @@ func (h *Handler) lookup(r *http.Request, key string, now time.Time) (ent *store
 	if ent == nil || !ent.VaryIndex {
 		return ent, key, false
 	}
-	at = variantKey(generationKey(key, ent), ent.Vary, r)
+	at = httpcache.VariantKey(httpcache.GenerationKey(key, ent), ent.Vary, r)
 	ent = h.get(r.Context(), at, now)
 	if ent == nil || ent.VaryIndex {
 		return nil, at, true
@@ -292,14 +293,14 @@ func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
 	born := ent.Born.Add(time.Duration(rand.Int63n(int64(time.Millisecond))))
 	idx := &store.Entry{VaryIndex: true, Vary: ent.Vary, Born: born, FreshUntil: ent.FreshUntil, KeepUntil: ent.KeepUntil}
 	if old, err := h.e.store.Get(ctx, key); err == nil && old != nil && old.VaryIndex &&
-		sameNames(old.Vary, ent.Vary) && ent.Born.Before(old.KeepUntil) {
+		httpcache.SameNames(old.Vary, ent.Vary) && ent.Born.Before(old.KeepUntil) {
 		idx.Born = old.Born
 		idx.KeepUntil = later(old.KeepUntil, ent.KeepUntil)
 	}
 	if err := h.e.store.Set(ctx, key, idx); err != nil {
 		return false
 	}
-	return h.e.store.Set(ctx, variantKey(generationKey(key, idx), ent.Vary, req), ent) == nil
+	return h.e.store.Set(ctx, httpcache.VariantKey(httpcache.GenerationKey(key, idx), ent.Vary, req), ent) == nil
 }
 
 // pass sends r to the origin as it is, with its own writer, so streaming, flushing and
@@ -349,8 +350,8 @@ func passProbe(h *Handler, t *ticket, w http.ResponseWriter, r *http.Request) {
 // coalesces such requests, so a flood of them costs the origin one fetch at a time.
 func requestNoCache(r *http.Request) bool {
 	if cc := r.Header["Cache-Control"]; len(cc) > 0 {
-		c := parseCacheControl(cc)
-		return c.noCache || c.maxAge == 0
+		c := httpcache.ParseCacheControl(cc)
+		return c.NoCache || c.MaxAge == 0
 	}
 	if p := r.Header["Pragma"]; len(p) > 0 {
 		for _, v := range p {
@@ -360,6 +361,14 @@ func requestNoCache(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // itoa formats an int64 for header values.

@@ -145,3 +145,50 @@ func TestQueryHitKeysOnRawQuery(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestNoCache(t *testing.T) {
+	tests := []struct {
+		desc   string
+		header http.Header
+		want   bool
+	}{
+		{desc: "nothing", header: http.Header{}, want: false},
+		{desc: "no-cache", header: http.Header{"Cache-Control": {"no-cache"}}, want: true},
+		{desc: "max-age=0", header: http.Header{"Cache-Control": {"max-age=0"}}, want: true},
+		{desc: "max-age=10", header: http.Header{"Cache-Control": {"max-age=10"}}, want: false},
+		{desc: "no-store alone", header: http.Header{"Cache-Control": {"no-store"}}, want: false},
+		{desc: "Pragma", header: http.Header{"Pragma": {"no-cache"}}, want: true},
+		{desc: "other Pragma", header: http.Header{"Pragma": {"x-foo"}}, want: false},
+		{desc: "Pragma ignored beside Cache-Control", header: http.Header{"Cache-Control": {"max-stale"}, "Pragma": {"no-cache"}}, want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			r, _ := http.NewRequest(http.MethodGet, "http://example.com/", nil)
+			r.Header = tc.header
+			if got := requestNoCache(r); got != tc.want {
+				t.Errorf("requestNoCache(%v) = %v, want %v", tc.header, got, tc.want)
+			}
+		})
+	}
+}
+
+// Two paths that differ on the wire are two keys, on the hit path and off it: a literal %
+// in the decoded path (sent as %25) must not make /a%252Fb share the entry of /a%2Fb.
+func TestEscapedPathsDoNotCollide(t *testing.T) {
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.Write([]byte(r.URL.EscapedPath()))
+	})
+	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	paths := []string{"/a%2Fb", "/a%252Fb", "/a/b", "/x%25", "/x%2525", "/%7Bq", "/{q"}
+	for _, p := range paths {
+		do(t, h, http.MethodGet, "http://example.com"+p)
+	}
+	for _, p := range paths {
+		want := httptest.NewRequest(http.MethodGet, "http://example.com"+p, nil).URL.EscapedPath()
+		w := do(t, h, http.MethodGet, "http://example.com"+p)
+		if got := w.Body.String(); got != want {
+			t.Errorf("GET %s: got the answer for %s (%s)", p, got, w.Header().Get("Cache-Status"))
+		}
+	}
+}

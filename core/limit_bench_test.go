@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
 )
 
@@ -37,7 +38,7 @@ func BenchmarkGateEnterLeave(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		t, refused := enter(h, ctx, partition(req), req.Host, false, wayRecord)
+		t, refused := enter(h, ctx, httpcache.Partition(req), req.Host, false, wayRecord)
 		if t == nil {
 			b.Fatal(refused)
 		}

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/weirproxy/weir/core/httpcache"
 )
 
 // serveOther passes requests of other methods to the origin. A non-error answer to an
@@ -19,7 +21,7 @@ func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
 		h.purge(w, r)
 		return
 	}
-	t, refused := enter(h, r.Context(), partition(r), r.Host, hasBody(r), wayRecord)
+	t, refused := enter(h, r.Context(), httpcache.Partition(r), r.Host, hasBody(r), wayRecord)
 	if t == nil {
 		h.refused(w, r, nil, statusMethod, *refused)
 		return
@@ -48,7 +50,7 @@ const methodPurge = "PURGE"
 
 func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
 	err := h.invalidate(r)
-	h.e.neg.Forget(h.keyer.key(r))
+	h.e.neg.Forget(h.keyer.Key(r))
 	if err != nil {
 		// The entry may still be served by every instance sharing the store: say so, so the
 		// operator retries.
@@ -65,7 +67,7 @@ func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) invalidate(r *http.Request, targets ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), h.s.StoreTimeout)
 	defer cancel()
-	key := h.keyer.key(r)
+	key := h.keyer.Key(r)
 	err := h.e.store.Delete(ctx, key)
 	if err != nil {
 		h.s.Log(fmt.Sprintf("middleware %s: could not invalidate %s: %v", h.e.name, key, err))
@@ -81,7 +83,7 @@ func (h *Handler) invalidate(r *http.Request, targets ...string) error {
 		other := r.Clone(ctx)
 		other.URL = &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
 		other.RequestURI = other.URL.RequestURI()
-		k := h.keyer.key(other)
+		k := h.keyer.Key(other)
 		h.e.store.Delete(ctx, k)
 	}
 	return err
@@ -113,9 +115,9 @@ func (s *statusWriter) WriteHeader(status int) {
 			s.h.invalidate(s.r, hdr.Get("Location"), hdr.Get("Content-Location"))
 		}
 		// The answer passes a writer of Weir's: the fields meant for Weir alone stop here,
-		// as on every answer Weir writes (weirOnlyField).
-		delete(hdr, fieldWeirCacheControl)
-		delete(hdr, fieldSurrogateControl)
+		// as on every answer Weir writes (httpcache.WeirOnlyField).
+		delete(hdr, httpcache.FieldWeirCacheControl)
+		delete(hdr, httpcache.FieldSurrogateControl)
 	}
 	s.w.WriteHeader(status)
 }

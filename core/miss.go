@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/flight"
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -25,7 +26,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	}
 	if stale == nil {
 		if ne, ok := h.e.neg.Lookup(key, now); ok {
-			missrate.Hit(h.missRate, partitionOf(key))
+			missrate.Hit(h.missRate, httpcache.PartitionOf(key))
 			h.write(w, r, negativeAnswer(ne, now))
 			return
 		}
@@ -34,15 +35,15 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	case r.Method == http.MethodHead && stale == nil:
 		// Weir stores GET answers and serves HEAD from them; a HEAD miss is not worth a
 		// whole GET from the origin.
-		pass(h, w, r, partition(r), []string{statusFwd + fwd})
+		pass(h, w, r, httpcache.Partition(r), []string{statusFwd + fwd})
 		return
 	case r.ContentLength != 0:
 		// One case each: Yaegi v0.16.1 evaluates only the first expression of a
 		// tagless switch's case list.
-		pass(h, w, r, partition(r), []string{statusBypass})
+		pass(h, w, r, httpcache.Partition(r), []string{statusBypass})
 		return
 	}
-	part := partitionOf(key)
+	part := httpcache.PartitionOf(key)
 	if stale != nil && now.Before(stale.StaleWhileRevalidateUntil) && !requestNoCache(r) {
 		// RFC 5861 section 3: answer at once, refresh behind the client's back.
 		missrate.Hit(h.missRate, part)
@@ -50,15 +51,15 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		h.write(w, r, &answer{ent: stale, hit: true})
 		return
 	}
-	if (stale == nil && len(r.Header["Authorization"]) > 0) || requestNoStore(r) {
+	if (stale == nil && len(r.Header["Authorization"]) > 0) || httpcache.RequestNoStore(r) {
 		// FR-COA-8: a request with credentials never waits on, nor leads, a shared fetch;
 		// nor does one whose answer may not be stored (RFC 9111 section 5.2.1.5), which
 		// nobody else could be given.
-		if stale == nil && rangeAsked(r) {
+		if stale == nil && httpcache.RangeAsked(r) {
 			// Such an answer is rarely shared (RFC 9111 section 3.5), and a fetch of the
 			// whole would cost the origin a second request for the range: the origin
 			// answers the Range itself.
-			pass(h, w, r, partition(r), []string{statusFwd + fwd})
+			pass(h, w, r, httpcache.Partition(r), []string{statusFwd + fwd})
 			return
 		}
 		h.fetchSolo(w, r, key, stale, statusFwd+fwd)
@@ -153,7 +154,7 @@ func (f *soloFetch) recovered() {
 // client's context: a leader that hangs up does not cancel the fetch (FR-COA-2).
 func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string) {
 	req, cancel := h.fetchRequest(r, stale)
-	sk := &sink{w: w, cacheStatus: cacheStatus, ranged: rangeAsked(r)}
+	sk := &sink{w: w, cacheStatus: cacheStatus, ranged: httpcache.RangeAsked(r)}
 	h.e.flights.Run(key, c, func() (interface{}, error) {
 		res := h.fetch(req, cancel, key, stale, sk)
 		return res, nil
@@ -267,7 +268,7 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 			h.write(w, r, &answer{ent: stale, hit: true, detail: "coalesce-timeout"})
 			return
 		}
-		pass(h, w, r, partition(r), []string{statusFwd + fwdURIMiss + paramDetail + "coalesce-timeout"})
+		pass(h, w, r, httpcache.Partition(r), []string{statusFwd + fwdURIMiss + paramDetail + "coalesce-timeout"})
 		return
 	}
 	res, err := flightResult(c)
@@ -275,7 +276,7 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 		h.flightFailed(w, r, key, stale, cacheStatus, err)
 		return
 	}
-	if res.entry != nil && res.varKey != "" && variantKey(key, res.entry.Vary, r) != res.varKey {
+	if res.entry != nil && res.varKey != "" && httpcache.VariantKey(key, res.entry.Vary, r) != res.varKey {
 		// The leader's answer is another variant: look up once more, then fetch alone.
 		h.retry(w, r, key)
 		return
@@ -312,7 +313,7 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 	case res.declined && !follower:
 		// The leader asked for a range of an answer Weir could not hold: it asks the
 		// origin for its range itself rather than wait for the whole answer.
-		pass(h, w, r, partition(r), []string{withDetail(cacheStatus, res.reason)})
+		pass(h, w, r, httpcache.Partition(r), []string{withDetail(cacheStatus, res.reason)})
 	case !follower && !res.streamed:
 		h.write(w, r, &answer{status: res.status, header: res.header, body: res.body, cache: cacheStatus, detail: res.reason})
 	default:
@@ -324,14 +325,14 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 // a fetch of its own.
 func (h *Handler) retry(w http.ResponseWriter, r *http.Request, key string) {
 	if key == "" {
-		key = h.keyer.key(r)
+		key = h.keyer.Key(r)
 	}
 	now := h.s.Now()
 	if ent, _, _ := h.lookup(r, key, now); ent != nil && now.Before(ent.FreshUntil) {
 		h.write(w, r, &answer{ent: ent, hit: true})
 		return
 	}
-	pass(h, w, r, partition(r), h.passStatusValue)
+	pass(h, w, r, httpcache.Partition(r), h.passStatusValue)
 }
 
 // refresh revalidates stale in the background through the flight table, unless a fetch

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/missrate"
 )
 
@@ -88,7 +89,7 @@ func BenchmarkMissRateHitShare(b *testing.B) {
 	r := missRateRequests(1, false)[0]
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		missrate.Hit(h.missRate, partition(r))
+		missrate.Hit(h.missRate, httpcache.Partition(r))
 	}
 }
 
@@ -98,7 +99,7 @@ func BenchmarkMissRatePartition(b *testing.B) {
 	r := missRateRequests(1, false)[0]
 	var n int
 	for i := 0; i < b.N; i++ {
-		n += len(partition(r))
+		n += len(httpcache.Partition(r))
 	}
 	if n == 0 {
 		b.Fatal("empty partition")
@@ -142,7 +143,7 @@ func BenchmarkMissRateMissShare(b *testing.B) {
 		if h.breakerOpen(r.Host, clock.t) {
 			b.Fatal("breaker open")
 		}
-		if a := missrate.Miss(h.missRate, partition(r), r.URL.RawQuery, clock.t); a != nil {
+		if a := missrate.Miss(h.missRate, httpcache.Partition(r), r.URL.RawQuery, clock.t); a != nil {
 			b.Fatalf("anomaly on an ordinary miss load: %+v", a)
 		}
 	}
@@ -171,7 +172,7 @@ const missRateBlock = 100
 func BenchmarkMissRateHitRatio(b *testing.B) {
 	h, _ := missRateBenchHandler(b)
 	r := missRateRequests(1, false)[0]
-	missRateHitRatio(b, h, r, func() { missrate.Hit(h.missRate, partition(r)) })
+	missRateHitRatio(b, h, r, func() { missrate.Hit(h.missRate, httpcache.Partition(r)) })
 }
 
 // BenchmarkMissRateQueryHitRatio is BenchmarkMissRateHitRatio for a hit on the hit path: a
@@ -181,7 +182,7 @@ func BenchmarkMissRateQueryHitRatio(b *testing.B) {
 	h, _ := missRateBenchHandler(b)
 	r := missRateRequests(1, false)[0]
 	r.RequestURI = r.URL.RequestURI()
-	key := h.keyer.key(r)
+	key := h.keyer.Key(r)
 	n := len(key) - len(r.URL.RawQuery) - 1
 	missRateHitRatio(b, h, r, func() { missrate.Hit(h.missRate, key[:n]) })
 }
@@ -226,7 +227,7 @@ func BenchmarkMissRateMissRatio(b *testing.B) {
 		for j := 0; j < missRateBlock; j++ {
 			r := rs[(i+j)%missRatePaths]
 			if !h2.breakerOpen(r.Host, clock.t) {
-				missrate.Miss(h2.missRate, partition(r), r.URL.RawQuery, clock.t)
+				missrate.Miss(h2.missRate, httpcache.Partition(r), r.URL.RawQuery, clock.t)
 			}
 		}
 		engine += t1.Sub(t0)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/neg"
 )
 
@@ -26,7 +27,7 @@ func negativeAnswer(ne neg.Entry, now time.Time) *answer {
 // nothing stored; neg refuses 500s, 4xx and requests with credentials (FR-NEG-4).
 func (h *Handler) rememberFailure(key string, req *http.Request, status int, header http.Header, now time.Time) {
 	var retryAfter time.Duration
-	if v, ok := parseDeltaSeconds(header.Get("Retry-After")); ok {
+	if v, ok := httpcache.ParseDeltaSeconds(header.Get("Retry-After")); ok {
 		retryAfter = time.Duration(v) * time.Second
 	}
 	h.e.neg.Record(key, neg.Failure{Status: status, RetryAfter: retryAfter, Credentialed: hasCredentials(req)}, now)

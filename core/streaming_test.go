@@ -332,7 +332,7 @@ func TestTruncatedPassThroughAborts(t *testing.T) {
 			h := newTestHandler(t, Settings{Now: clock.Now}, o)
 			r := newRequest(tc.method, tc.url, tc.header...)
 			if tc.mark {
-				h.markPass(h.keyer.key(r), clock.Now())
+				h.markPass(h.keyer.Key(r), clock.Now())
 			}
 			w := httptest.NewRecorder()
 			if got := serveCatching(t, h, w, r); got != http.ErrAbortHandler {

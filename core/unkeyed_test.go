@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/weirproxy/weir/core/httpcache"
 )
 
 // Unkeyed request headers and cache poisoning. Weir's key is the scheme (from the connection:
@@ -45,18 +47,18 @@ func reflectingOrigin(t *testing.T) *scriptOrigin {
 
 // (a) Every poison header, alone or all together, leaves the key as it is.
 func TestUnkeyedHeadersDoNotChangeTheKey(t *testing.T) {
-	k := newKeyer(nil)
+	k := httpcache.NewKeyer(nil)
 	const url = "http://example.com/page?b=2&a=1"
-	want := k.key(newRequest(http.MethodGet, url))
+	want := k.Key(newRequest(http.MethodGet, url))
 	for i := 0; i+1 < len(poisonHeaders); i += 2 {
 		t.Run(poisonHeaders[i], func(t *testing.T) {
-			if got := k.key(newRequest(http.MethodGet, url, poisonHeaders[i], poisonHeaders[i+1])); got != want {
+			if got := k.Key(newRequest(http.MethodGet, url, poisonHeaders[i], poisonHeaders[i+1])); got != want {
 				t.Errorf("key = %q, want %q", got, want)
 			}
 		})
 	}
 	t.Run("all", func(t *testing.T) {
-		if got := k.key(newRequest(http.MethodGet, url, poisonHeaders...)); got != want {
+		if got := k.Key(newRequest(http.MethodGet, url, poisonHeaders...)); got != want {
 			t.Errorf("key = %q, want %q", got, want)
 		}
 	})
@@ -66,7 +68,7 @@ func TestUnkeyedHeadersDoNotChangeTheKey(t *testing.T) {
 // connection keeps the http key, and "http" on a TLS connection keeps the https key: a header
 // cannot move an answer between the two.
 func TestUnkeyedForwardedProtoDoesNotChangeTheScheme(t *testing.T) {
-	k := newKeyer(nil)
+	k := httpcache.NewKeyer(nil)
 	tests := []struct {
 		desc   string
 		tls    bool
@@ -86,10 +88,10 @@ func TestUnkeyedForwardedProtoDoesNotChangeTheScheme(t *testing.T) {
 			if tc.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
-			if got := k.key(r); got != tc.want {
+			if got := k.Key(r); got != tc.want {
 				t.Errorf("key = %q, want %q", got, tc.want)
 			}
-			if got := partition(r); got != tc.want {
+			if got := httpcache.Partition(r); got != tc.want {
 				t.Errorf("partition = %q, want %q", got, tc.want)
 			}
 		})

@@ -1,4 +1,4 @@
-package core
+package httpcache
 
 import (
 	"crypto/tls"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestKeyerKey(t *testing.T) {
-	k := newKeyer([]string{"utm_source", "fbclid", "a b"})
+	k := NewKeyer([]string{"utm_source", "fbclid", "a b"})
 	tests := []struct {
 		desc string
 		url  string
@@ -42,7 +42,7 @@ func TestKeyerKey(t *testing.T) {
 			if tc.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
-			if got := k.key(r); got != tc.want {
+			if got := k.Key(r); got != tc.want {
 				t.Errorf("key(%s) = %q, want %q", tc.url, got, tc.want)
 			}
 		})
@@ -51,20 +51,20 @@ func TestKeyerKey(t *testing.T) {
 
 // Headers that proxies use to rewrite the target never reach the key.
 func TestKeyIgnoresRewriteHeaders(t *testing.T) {
-	k := newKeyer(nil)
+	k := NewKeyer(nil)
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/a", nil)
-	want := k.key(r)
+	want := k.Key(r)
 	for _, h := range []string{"X-Forwarded-Host", "X-Original-Url", "X-Rewrite-Url", "X-Forwarded-Proto", "Forwarded"} {
 		r2 := httptest.NewRequest(http.MethodGet, "http://example.com/a", nil)
 		r2.Header.Set(h, "evil.example")
-		if got := k.key(r2); got != want {
+		if got := k.Key(r2); got != want {
 			t.Errorf("key with %s = %q, want %q", h, got, want)
 		}
 	}
 }
 
 func TestNormalizeQueryWithoutDrop(t *testing.T) {
-	k := newKeyer(nil)
+	k := NewKeyer(nil)
 	tests := []struct {
 		desc, in, want string
 	}{
@@ -119,7 +119,7 @@ func TestVariantKey(t *testing.T) {
 		}
 		return r
 	}
-	base := variantKey("k", names, req("Accept-Encoding", "gzip, br", "Accept-Language", "fr"))
+	base := VariantKey("k", names, req("Accept-Encoding", "gzip, br", "Accept-Language", "fr"))
 	tests := []struct {
 		desc string
 		r    *http.Request
@@ -140,13 +140,13 @@ func TestVariantKey(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			got := variantKey("k", names, tc.r)
+			got := VariantKey("k", names, tc.r)
 			if (got == base) != tc.same {
-				t.Errorf("variantKey = %q, base %q: same = %v, want %v", got, base, got == base, tc.same)
+				t.Errorf("VariantKey = %q, base %q: same = %v, want %v", got, base, got == base, tc.same)
 			}
 		})
 	}
-	if variantKey("k1", names, req()) == variantKey("k2", names, req()) {
+	if VariantKey("k1", names, req()) == VariantKey("k2", names, req()) {
 		t.Error("two keys share a variant key")
 	}
 }
@@ -178,31 +178,10 @@ func TestVariantKeySingletonFields(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			a, b := variantKey("k", names, tc.a), variantKey("k", names, tc.b)
+			a, b := VariantKey("k", names, tc.a), VariantKey("k", names, tc.b)
 			if (a == b) != tc.same {
-				t.Errorf("variantKey: %q and %q: same = %v, want %v", a, b, a == b, tc.same)
+				t.Errorf("VariantKey: %q and %q: same = %v, want %v", a, b, a == b, tc.same)
 			}
 		})
-	}
-}
-
-// Two paths that differ on the wire are two keys, on the hit path and off it: a literal %
-// in the decoded path (sent as %25) must not make /a%252Fb share the entry of /a%2Fb.
-func TestEscapedPathsDoNotCollide(t *testing.T) {
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		w.Write([]byte(r.URL.EscapedPath()))
-	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
-	paths := []string{"/a%2Fb", "/a%252Fb", "/a/b", "/x%25", "/x%2525", "/%7Bq", "/{q"}
-	for _, p := range paths {
-		do(t, h, http.MethodGet, "http://example.com"+p)
-	}
-	for _, p := range paths {
-		want := httptest.NewRequest(http.MethodGet, "http://example.com"+p, nil).URL.EscapedPath()
-		w := do(t, h, http.MethodGet, "http://example.com"+p)
-		if got := w.Body.String(); got != want {
-			t.Errorf("GET %s: got the answer for %s (%s)", p, got, w.Header().Get("Cache-Status"))
-		}
 	}
 }

@@ -1,12 +1,10 @@
-package core
+package httpcache
 
 import (
 	"net/http"
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/weirproxy/weir/core/store"
 )
 
 func TestPolicyStorable(t *testing.T) {
@@ -18,7 +16,7 @@ func TestPolicyStorable(t *testing.T) {
 		r          *http.Request
 		status     int
 		header     http.Header
-		defaultTTL time.Duration
+		DefaultTTL time.Duration
 		want       bool
 		wantReason string
 	}{
@@ -27,29 +25,29 @@ func TestPolicyStorable(t *testing.T) {
 		{desc: "Expires", r: plain, status: 200, header: http.Header{"Expires": {"0"}}, want: true},
 		{desc: "Etag only", r: plain, status: 200, header: http.Header{"Etag": {`"x"`}}, want: true},
 		{desc: "Last-Modified only", r: plain, status: 200, header: http.Header{"Last-Modified": {"Mon, 02 Jan 2006 15:04:05 GMT"}}, want: true},
-		{desc: "no-store wins", r: plain, status: 200, header: http.Header{"Cache-Control": {"public, max-age=1, no-store"}}, wantReason: reasonNoStore},
-		{desc: "private", r: plain, status: 200, header: http.Header{"Cache-Control": {"private, max-age=1"}}, wantReason: reasonPrivate},
-		{desc: "Set-Cookie", r: plain, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}, "Set-Cookie": {"a=b"}}, wantReason: reasonCookie},
-		{desc: "206", r: plain, status: 206, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: reasonStatus},
-		{desc: "304", r: plain, status: 304, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: reasonStatus},
-		{desc: "500", r: plain, status: 500, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: reasonStatus},
+		{desc: "no-store wins", r: plain, status: 200, header: http.Header{"Cache-Control": {"public, max-age=1, no-store"}}, wantReason: ReasonNoStore},
+		{desc: "private", r: plain, status: 200, header: http.Header{"Cache-Control": {"private, max-age=1"}}, wantReason: ReasonPrivate},
+		{desc: "Set-Cookie", r: plain, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}, "Set-Cookie": {"a=b"}}, wantReason: ReasonCookie},
+		{desc: "206", r: plain, status: 206, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: ReasonStatus},
+		{desc: "304", r: plain, status: 304, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: ReasonStatus},
+		{desc: "500", r: plain, status: 500, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: ReasonStatus},
 		{desc: "302 with max-age", r: plain, status: 302, header: http.Header{"Cache-Control": {"max-age=1"}}, want: true},
-		{desc: "302 without freshness, default TTL", r: plain, status: 302, header: http.Header{}, defaultTTL: time.Minute, wantReason: reasonNoFresh},
-		{desc: "200 without freshness", r: plain, status: 200, header: http.Header{}, wantReason: reasonNoFresh},
-		{desc: "200 without freshness, default TTL", r: plain, status: 200, header: http.Header{}, defaultTTL: time.Minute, want: true},
-		{desc: "410 without freshness, default TTL", r: plain, status: 410, header: http.Header{}, defaultTTL: time.Minute, want: true},
-		{desc: "Authorization", r: authed, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: reasonAuth},
+		{desc: "302 without freshness, default TTL", r: plain, status: 302, header: http.Header{}, DefaultTTL: time.Minute, wantReason: ReasonNoFresh},
+		{desc: "200 without freshness", r: plain, status: 200, header: http.Header{}, wantReason: ReasonNoFresh},
+		{desc: "200 without freshness, default TTL", r: plain, status: 200, header: http.Header{}, DefaultTTL: time.Minute, want: true},
+		{desc: "410 without freshness, default TTL", r: plain, status: 410, header: http.Header{}, DefaultTTL: time.Minute, want: true},
+		{desc: "Authorization", r: authed, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}}, wantReason: ReasonAuth},
 		{desc: "Authorization, public", r: authed, status: 200, header: http.Header{"Cache-Control": {"public, max-age=1"}}, want: true},
 		{desc: "Authorization, s-maxage", r: authed, status: 200, header: http.Header{"Cache-Control": {"s-maxage=1"}}, want: true},
 		{desc: "Authorization, must-revalidate", r: authed, status: 200, header: http.Header{"Cache-Control": {"must-revalidate, max-age=1"}}, want: true},
-		{desc: "Authorization, default TTL", r: authed, status: 200, header: http.Header{}, defaultTTL: time.Minute, wantReason: reasonAuth},
-		{desc: "Vary star", r: plain, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}, "Vary": {"*"}}, wantReason: reasonVaryStar},
+		{desc: "Authorization, default TTL", r: authed, status: 200, header: http.Header{}, DefaultTTL: time.Minute, wantReason: ReasonAuth},
+		{desc: "Vary star", r: plain, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}, "Vary": {"*"}}, wantReason: ReasonVaryStar},
 		{desc: "Vary list", r: plain, status: 200, header: http.Header{"Cache-Control": {"max-age=1"}, "Vary": {"Accept"}}, want: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			p := &policy{defaultTTL: tc.defaultTTL, maxEntrySize: 1 << 20}
-			got, reason := p.storable(tc.r, tc.status, tc.header, parseCacheControl(tc.header["Cache-Control"]))
+			p := &Policy{DefaultTTL: tc.DefaultTTL, MaxEntrySize: 1 << 20}
+			got, reason := p.Storable(tc.r, tc.status, tc.header, ParseCacheControl(tc.header["Cache-Control"]))
 			if got != tc.want || reason != tc.wantReason {
 				t.Errorf("storable = %v, %q; want %v, %q", got, reason, tc.want, tc.wantReason)
 			}
@@ -66,7 +64,7 @@ func TestNewEntryFreshness(t *testing.T) {
 		status     int
 		header     http.Header
 		reqTime    time.Time
-		defaultTTL time.Duration
+		DefaultTTL time.Duration
 		wantAge    time.Duration // resp minus Born
 		wantFresh  time.Duration // FreshUntil minus Born
 		wantSWR    time.Duration // StaleWhileRevalidateUntil minus FreshUntil; 0: none
@@ -82,10 +80,10 @@ func TestNewEntryFreshness(t *testing.T) {
 		{desc: "Expires before Date", header: http.Header{"Date": {date(0)}, "Expires": {date(-time.Hour)}}, wantFresh: 0},
 		{desc: "invalid Expires is expired", header: http.Header{"Expires": {"0"}}, wantFresh: 0},
 		{desc: "no freshness, no default", header: http.Header{}, wantFresh: 0},
-		{desc: "default TTL", header: http.Header{}, defaultTTL: time.Hour, wantFresh: time.Hour},
-		{desc: "default TTL not for 302", status: 302, header: http.Header{}, defaultTTL: time.Hour, wantFresh: 0},
-		{desc: "default TTL not over Expires", header: http.Header{"Expires": {"0"}}, defaultTTL: time.Hour, wantFresh: 0},
-		{desc: "no-cache", header: http.Header{"Cache-Control": {"no-cache, max-age=60"}}, defaultTTL: time.Hour, wantFresh: 0},
+		{desc: "default TTL", header: http.Header{}, DefaultTTL: time.Hour, wantFresh: time.Hour},
+		{desc: "default TTL not for 302", status: 302, header: http.Header{}, DefaultTTL: time.Hour, wantFresh: 0},
+		{desc: "default TTL not over Expires", header: http.Header{"Expires": {"0"}}, DefaultTTL: time.Hour, wantFresh: 0},
+		{desc: "no-cache", header: http.Header{"Cache-Control": {"no-cache, max-age=60"}}, DefaultTTL: time.Hour, wantFresh: 0},
 		{desc: "invalid max-age", header: http.Header{"Cache-Control": {"max-age=1, max-age=2"}}, wantFresh: 0},
 		{desc: "Age header", header: http.Header{"Cache-Control": {"max-age=60"}, "Age": {"20"}}, wantAge: 20 * time.Second, wantFresh: time.Minute},
 		{desc: "quoted Age header", header: http.Header{"Cache-Control": {"max-age=60"}, "Age": {`"20"`}}, wantAge: 20 * time.Second, wantFresh: time.Minute},
@@ -129,8 +127,8 @@ func TestNewEntryFreshness(t *testing.T) {
 			if reqTime.IsZero() {
 				reqTime = resp
 			}
-			p := &policy{defaultTTL: tc.defaultTTL}
-			e := p.newEntry(status, tc.header, []byte("b"), parseCacheControl(tc.header["Cache-Control"]), reqTime, resp)
+			p := &Policy{DefaultTTL: tc.DefaultTTL}
+			e := p.NewEntry(status, tc.header, []byte("b"), ParseCacheControl(tc.header["Cache-Control"]), reqTime, resp)
 			if got := resp.Sub(e.Born); got != tc.wantAge {
 				t.Errorf("age = %s, want %s", got, tc.wantAge)
 			}
@@ -160,13 +158,13 @@ func TestNewEntryFreshness(t *testing.T) {
 }
 
 func TestNewEntryVary(t *testing.T) {
-	p := &policy{}
+	p := &Policy{}
 	now := time.Now()
-	e := p.newEntry(200, http.Header{"Cache-Control": {"max-age=1"}, "Vary": {"accept-encoding, Accept-Language"}}, nil, parseCacheControl([]string{"max-age=1"}), now, now)
+	e := p.NewEntry(200, http.Header{"Cache-Control": {"max-age=1"}, "Vary": {"accept-encoding, Accept-Language"}}, nil, ParseCacheControl([]string{"max-age=1"}), now, now)
 	if want := []string{"Accept-Encoding", "Accept-Language"}; !reflect.DeepEqual(e.Vary, want) {
 		t.Errorf("Vary = %q, want %q", e.Vary, want)
 	}
-	e = p.newEntry(200, http.Header{"Cache-Control": {"max-age=1"}}, nil, parseCacheControl([]string{"max-age=1"}), now, now)
+	e = p.NewEntry(200, http.Header{"Cache-Control": {"max-age=1"}}, nil, ParseCacheControl([]string{"max-age=1"}), now, now)
 	if e.Vary != nil {
 		t.Errorf("Vary = %q, want none", e.Vary)
 	}
@@ -221,7 +219,7 @@ func TestMergeNotModified(t *testing.T) {
 		"Cache-Control":    {"max-age=99"},
 		"Date":             {"Mon, 02 Jan 2006 15:04:05 GMT"},
 	}
-	got := mergeNotModified(stored, fresh)
+	got := MergeNotModified(stored, fresh)
 	want := http.Header{
 		"Content-Type":     {"text/html"},
 		"Content-Length":   {"100"},
@@ -232,33 +230,9 @@ func TestMergeNotModified(t *testing.T) {
 		"Date":             {"Mon, 02 Jan 2006 15:04:05 GMT"},
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("mergeNotModified = %v, want %v", got, want)
+		t.Errorf("MergeNotModified = %v, want %v", got, want)
 	}
 	if stored.Get("Cache-Control") != "max-age=10" {
-		t.Error("mergeNotModified changed the stored header")
-	}
-}
-
-func TestTTLSeconds(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tests := []struct {
-		desc  string
-		fresh time.Duration
-		want  int64
-	}{
-		{desc: "whole seconds left", fresh: 60 * time.Second, want: 60},
-		{desc: "rounds down while fresh", fresh: 1500 * time.Millisecond, want: 1},
-		{desc: "under a second left", fresh: time.Millisecond, want: 0},
-		{desc: "just stale", fresh: -time.Millisecond, want: -1},
-		{desc: "stale by a second and a half", fresh: -1500 * time.Millisecond, want: -2},
-		{desc: "stale by whole seconds", fresh: -10 * time.Second, want: -10},
-	}
-	for _, tc := range tests {
-		t.Run(tc.desc, func(t *testing.T) {
-			e := &store.Entry{FreshUntil: now.Add(tc.fresh)}
-			if got := ttlSeconds(e, now); got != tc.want {
-				t.Errorf("ttlSeconds = %d, want %d", got, tc.want)
-			}
-		})
+		t.Error("MergeNotModified changed the stored header")
 	}
 }

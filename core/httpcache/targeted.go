@@ -1,4 +1,4 @@
-package core
+package httpcache
 
 import (
 	"net/http"
@@ -20,10 +20,10 @@ import (
 // The first of them that holds directives for Weir decides what Weir stores and for how long,
 // and Cache-Control and Expires are then ignored (RFC 9213 section 2.1).
 const (
-	fieldWeirCacheControl = "Weir-Cache-Control"
-	fieldSurrogateControl = "Surrogate-Control"
+	FieldWeirCacheControl = "Weir-Cache-Control"
+	FieldSurrogateControl = "Surrogate-Control"
 	// The canonical form of CDN-Cache-Control, as net/http keys it.
-	fieldCDNCacheControl = "Cdn-Cache-Control"
+	FieldCDNCacheControl = "Cdn-Cache-Control"
 )
 
 // surrogateToken is the device token by which a Surrogate-Control directive is targeted at
@@ -34,34 +34,34 @@ const surrogateToken = "weir"
 // Architecture section 2.1): a surrogate that understands Surrogate-Control.
 const surrogateCapability = surrogateToken + `="Surrogate/1.0"`
 
-// noDirectives is what parseCacheControl returns for a field without any directive Weir
+// noDirectives is what ParseCacheControl returns for a field without any directive Weir
 // acts on.
-var noDirectives = parseCacheControl(nil)
+var noDirectives = ParseCacheControl(nil)
 
-// responseControl returns the directives an answer's header gives Weir: those of the first
+// ResponseControl returns the directives an answer's header gives Weir: those of the first
 // field of its target list that holds valid directives for it, else Cache-Control's. Every
 // decision on an answer (storable, newEntry, sharing with followers) reads its directives
 // here, so all of them agree.
-func responseControl(h http.Header) cacheControl {
-	if lines := h[fieldWeirCacheControl]; len(lines) > 0 {
+func ResponseControl(h http.Header) Directives {
+	if lines := h[FieldWeirCacheControl]; len(lines) > 0 {
 		if cc, ok := parseTargetedField(lines); ok {
 			return cc
 		}
 	}
-	if lines := h[fieldSurrogateControl]; len(lines) > 0 {
+	if lines := h[FieldSurrogateControl]; len(lines) > 0 {
 		if cc, ok := parseSurrogateControl(lines, surrogateToken); ok {
 			return cc
 		}
 	}
-	if lines := h[fieldCDNCacheControl]; len(lines) > 0 {
+	if lines := h[FieldCDNCacheControl]; len(lines) > 0 {
 		if cc, ok := parseTargetedField(lines); ok {
 			return cc
 		}
 	}
-	return parseCacheControl(h["Cache-Control"])
+	return ParseCacheControl(h["Cache-Control"])
 }
 
-// weirOnlyField tells whether a header field is meant for Weir alone, and so never leaves it:
+// WeirOnlyField tells whether a header field is meant for Weir alone, and so never leaves it:
 // Weir-Cache-Control, and Surrogate-Control, which the surrogates that implement it (Fastly,
 // Squid) remove once they have used it. CDN-Cache-Control is not: RFC 9213 section
 // 3 has a CDN forward it to the CDNs in front of it. Answers stored, fetched, streamed, or
@@ -69,18 +69,18 @@ func responseControl(h http.Header) cacheControl {
 // client's own writer (hit-for-pass, HEAD misses, a GET with a body or a Range, upgrades)
 // keep them: removing them there would put a writer of Weir's, interpreted calls on every
 // write, between the proxy and the client of each of those requests.
-func weirOnlyField(name string) bool {
+func WeirOnlyField(name string) bool {
 	switch name {
-	case fieldWeirCacheControl, fieldSurrogateControl:
+	case FieldWeirCacheControl, FieldSurrogateControl:
 		return true
 	}
 	return false
 }
 
-// withSurrogateCapability returns the Surrogate-Capability field lines of a fetch: those the
+// WithSurrogateCapability returns the Surrogate-Capability field lines of a fetch: those the
 // request came with, and Weir's own (Edge Architecture section 2.1: each surrogate appends
 // itself).
-func withSurrogateCapability(lines []string) []string {
+func WithSurrogateCapability(lines []string) []string {
 	out := make([]string, 0, len(lines)+1)
 	out = append(out, lines...)
 	return append(out, surrogateCapability)
@@ -95,7 +95,7 @@ func withSurrogateCapability(lines []string) []string {
 // alone. ok is false when no directive Weir acts on is left: Weir then reads the next field
 // of its target list, so that `Surrogate-Control: content="ESI/1.0"` does not make an answer
 // uncacheable.
-func parseSurrogateControl(lines []string, token string) (cacheControl, bool) {
+func parseSurrogateControl(lines []string, token string) (Directives, bool) {
 	var mine, all []string
 	for _, line := range lines {
 		for len(line) > 0 {
@@ -119,11 +119,11 @@ func parseSurrogateControl(lines []string, token string) (cacheControl, bool) {
 	if len(mine) > 0 {
 		use = mine
 	}
-	cc := parseCacheControl(use)
+	cc := ParseCacheControl(use)
 	if cc == noDirectives {
 		return cc, false
 	}
-	cc.targeted = true
+	cc.Targeted = true
 	return cc, true
 }
 
@@ -169,13 +169,13 @@ func dropMaxAgeExtension(directive string) string {
 // parseTargetedField reads a targeted field (RFC 9213 section 2.2): a Structured Field
 // Dictionary (RFC 8941 section 3.2) whose members are cache directives. ok is false when the
 // field is empty or does not parse: it is then ignored, as if absent. Each member is mapped
-// back to a Cache-Control directive and read by parseCacheControl, so that every directive
+// back to a Cache-Control directive and read by ParseCacheControl, so that every directive
 // Weir knows means the same in every field: an Integer is the directive's value, Boolean
 // true a directive without value, Boolean false no directive, and any other value (a
 // String, a Token, a Decimal...) a quoted one, which an age directive reads as malformed
 // (stale) and private or no-cache as present. Parameters are ignored; a key given twice
 // keeps its last value (RFC 8941 section 4.2.2).
-func parseTargetedField(lines []string) (cacheControl, bool) {
+func parseTargetedField(lines []string) (Directives, bool) {
 	members, ok := parseDictionary(strings.Join(lines, ", "))
 	if !ok || len(members) == 0 {
 		return noDirectives, false
@@ -192,8 +192,8 @@ func parseTargetedField(lines []string) (cacheControl, bool) {
 			directives = append(directives, m.key+`="?"`)
 		}
 	}
-	cc := parseCacheControl(directives)
-	cc.targeted = true
+	cc := ParseCacheControl(directives)
+	cc.Targeted = true
 	return cc, true
 }
 

@@ -1,7 +1,8 @@
-package core
+package httpcache
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/weirproxy/weir/core/store"
@@ -32,18 +33,18 @@ const maxRangePos = 1 << 53
 // keeps the 416 for later requests of the URI.
 var unsatisfiableDrop = []string{"Content-Type", "Content-Encoding", "Cache-Control", "Expires"}
 
-// rangeAsked tells whether r asks for part of an answer: Range is defined for GET only
+// RangeAsked tells whether r asks for part of an answer: Range is defined for GET only
 // (RFC 9110 section 14.2).
-func rangeAsked(r *http.Request) bool {
+func RangeAsked(r *http.Request) bool {
 	return r.Method == http.MethodGet && len(r.Header["Range"]) > 0
 }
 
-// serveRange answers a Range request from a stored answer whose header fields writeEntry
-// has set, with 206 or 416, and reports whether it did; false: the whole answer is served.
+// ServeRange answers a Range request from a stored answer whose header fields are already
+// set on w, with 206 or 416, and reports whether it did; false: the whole answer is served.
 // Only a GET for a complete 200 is served in part, and only when If-Range holds (RFC 9110
 // section 13.1.5); the client's If-None-Match and If-Modified-Since were answered first
 // (RFC 9110 section 13.2.2).
-func serveRange(w http.ResponseWriter, r *http.Request, ent *store.Entry) bool {
+func ServeRange(w http.ResponseWriter, r *http.Request, ent *store.Entry) bool {
 	lines := r.Header["Range"]
 	if r.Method != http.MethodGet || ent.Status != http.StatusOK || len(lines) != 1 {
 		return false
@@ -188,3 +189,6 @@ func ifRangeHolds(lines []string, stored http.Header) bool {
 	lm, err := http.ParseTime(stored.Get("Last-Modified"))
 	return err == nil && lm.Equal(date)
 }
+
+// itoa formats an int64 for header values.
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -1,4 +1,4 @@
-package core
+package httpcache
 
 import (
 	"net/http"
@@ -11,17 +11,19 @@ import (
 	"github.com/weirproxy/weir/core/store"
 )
 
-// keyer turns requests into cache keys: scheme, host, path and query, with the operator's
+// Keyer turns requests into cache keys: scheme, host, path and query, with the operator's
 // tracking parameters dropped and the others in a stable order, so that `?a=1&b=2` and
 // `?b=2&a=1` share one entry. Request headers outside the key (X-Forwarded-Host,
 // X-Original-URL and the like) never reach it: only what the origin routes on does.
-type keyer struct {
+type Keyer struct {
 	// drop holds the query parameter names left out of the key, raw and decoded.
 	drop map[string]bool
 }
 
-func newKeyer(queryDrop []string) keyer {
-	k := keyer{}
+// NewKeyer returns the Keyer that leaves the query parameters named in queryDrop out of
+// every key (the operator's key.queryDrop).
+func NewKeyer(queryDrop []string) Keyer {
+	k := Keyer{}
 	if len(queryDrop) > 0 {
 		k.drop = make(map[string]bool, len(queryDrop))
 		for _, name := range queryDrop {
@@ -31,11 +33,11 @@ func newKeyer(queryDrop []string) keyer {
 	return k
 }
 
-// partition is the part of a key without the query: the unit that the limiter and the
+// Partition is the part of r's key without the query: the unit that the limiter and the
 // miss-rate detector count by. The host is taken as the client sent it: case variants of a
 // host are distinct keys, which costs a miss, never a wrong answer, and keeps the hit path
 // free of a lowercasing.
-func partition(r *http.Request) string {
+func Partition(r *http.Request) string {
 	path := requestPath(r)
 	if r.TLS == nil {
 		return "http://" + r.Host + path
@@ -43,8 +45,8 @@ func partition(r *http.Request) string {
 	return "https://" + r.Host + path
 }
 
-// partitionOf is the partition of a cache key: the key up to its query.
-func partitionOf(key string) string {
+// PartitionOf is the partition of a cache key: the key up to its query.
+func PartitionOf(key string) string {
 	if i := strings.IndexByte(key, '?'); i >= 0 {
 		return key[:i]
 	}
@@ -66,14 +68,14 @@ func requestPath(r *http.Request) string {
 	return r.URL.EscapedPath()
 }
 
-// key returns the cache key of r: its partition and its normalised query. ServeHTTP builds
-// the same key inline for requests without a query, from RequestURI whole.
+// Key returns the cache key of r: its partition and its normalised query. The engine's hit
+// path builds the same key inline for requests without a query, from RequestURI whole.
 //
 // `/p?` and `/p` are two keys: RFC 3986 section 6.2.3 keeps an empty query apart from none,
 // and an origin may answer them differently. Only the operator's key.queryDrop may make a
 // query vanish from the key.
-func (k keyer) key(r *http.Request) string {
-	part := partition(r)
+func (k Keyer) Key(r *http.Request) string {
+	part := Partition(r)
 	if r.URL.RawQuery == "" {
 		if r.URL.ForceQuery || strings.IndexByte(r.RequestURI, '?') >= 0 {
 			return part + "?"
@@ -90,7 +92,7 @@ func (k keyer) key(r *http.Request) string {
 // normalizeQuery drops empty and dropped parameters and sorts the rest; dropped reports
 // whether key.queryDrop removed one. Parameters keep their encoding: two spellings of one
 // value stay two keys, which costs a miss, never a wrong hit.
-func (k keyer) normalizeQuery(q string) (norm string, dropped bool) {
+func (k Keyer) normalizeQuery(q string) (norm string, dropped bool) {
 	if k.drop == nil && strings.IndexByte(q, '&') < 0 {
 		return q, false
 	}
@@ -112,7 +114,7 @@ func (k keyer) normalizeQuery(q string) (norm string, dropped bool) {
 	return strings.Join(kept, "&"), dropped
 }
 
-func (k keyer) dropped(param string) bool {
+func (k Keyer) dropped(param string) bool {
 	if k.drop == nil {
 		return false
 	}
@@ -153,13 +155,15 @@ func parseVary(lines []string) (names []string, star bool) {
 	return names, false
 }
 
-// generationKey is the base of the variant keys of an index entry: the primary key and the
+// GenerationKey is the base of the variant keys of an index entry: the primary key and the
 // index's generation.
-func generationKey(key string, idx *store.Entry) string {
+func GenerationKey(key string, idx *store.Entry) string {
 	return key + "\x00g" + strconv.FormatInt(idx.Born.UnixNano(), 36)
 }
 
-func sameNames(a, b []string) bool {
+// SameNames tells whether two lists of Vary names are the same, in the same order: a new
+// variant joins the generation of an index only when they are.
+func SameNames(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -171,13 +175,13 @@ func sameNames(a, b []string) bool {
 	return true
 }
 
-// variantKey is the key of the variant that r selects among the answers of key varying on
+// VariantKey is the key of the variant that r selects among the answers of key varying on
 // names. RFC 9111 section 4.1 allows only normalisations that the field's own syntax makes
 // meaningless (section 5.6.1 of RFC 9110 for lists): the optional white space around the
 // members of a list-based field, and how its members are split across field lines. Anything
 // else is compared as sent, so `User-Agent: A B/1` and `User-Agent: AB/1` are two variants. An
 // absent field is its own variant, apart from an empty one.
-func variantKey(key string, names []string, r *http.Request) string {
+func VariantKey(key string, names []string, r *http.Request) string {
 	var b strings.Builder
 	b.WriteString(key)
 	b.WriteString("\x00vary")

@@ -1,4 +1,4 @@
-package core
+package httpcache
 
 import (
 	"strconv"
@@ -9,27 +9,28 @@ import (
 // larger value as 2^31.
 const maxDeltaSeconds = 1 << 31
 
-// cacheControl holds the Cache-Control directives Weir acts on. Ages are in seconds; -1 means
-// the directive is absent.
-type cacheControl struct {
-	noStore, noCache, private, public  bool
-	mustRevalidate, proxyRevalidate    bool
-	mustUnderstand                     bool
-	maxAge, sMaxAge                    int64
-	staleWhileRevalidate, staleIfError int64
-	// invalid is set when a directive that bounds freshness is malformed or repeated with
+// Directives holds the cache directives Weir acts on (RFC 9111 section 5.2), read from a
+// request's or an answer's Cache-Control or from a targeted field (RFC 9213). Ages are in
+// seconds; -1 means the directive is absent.
+type Directives struct {
+	NoStore, NoCache, Private, Public  bool
+	MustRevalidate, ProxyRevalidate    bool
+	MustUnderstand                     bool
+	MaxAge, SMaxAge                    int64
+	StaleWhileRevalidate, StaleIfError int64
+	// Invalid is set when a directive that bounds freshness is malformed or repeated with
 	// different values; the answer is then treated as stale (RFC 9111 section 4.2.1).
-	invalid bool
-	// targeted marks directives read from a targeted field (targeted.go): Expires is then
+	Invalid bool
+	// Targeted marks directives read from a targeted field (targeted.go): Expires is then
 	// ignored, as Cache-Control is (RFC 9213 section 2.1).
-	targeted bool
+	Targeted bool
 }
 
-// parseCacheControl reads every Cache-Control field line. It is conservative with malformed
+// ParseCacheControl reads every Cache-Control field line of a request or an answer. It is conservative with malformed
 // input: an unparsable age makes the answer stale, a qualified private or no-cache
 // (`private="Set-Cookie"`) counts as the unqualified directive.
-func parseCacheControl(lines []string) cacheControl {
-	cc := cacheControl{maxAge: -1, sMaxAge: -1, staleWhileRevalidate: -1, staleIfError: -1}
+func ParseCacheControl(lines []string) Directives {
+	cc := Directives{MaxAge: -1, SMaxAge: -1, StaleWhileRevalidate: -1, StaleIfError: -1}
 	for _, line := range lines {
 		for len(line) > 0 {
 			var part string
@@ -40,27 +41,27 @@ func parseCacheControl(lines []string) cacheControl {
 			}
 			switch strings.ToLower(name) {
 			case "no-store":
-				cc.noStore = true
+				cc.NoStore = true
 			case "no-cache":
-				cc.noCache = true
+				cc.NoCache = true
 			case "private":
-				cc.private = true
+				cc.Private = true
 			case "public":
-				cc.public = true
+				cc.Public = true
 			case "must-revalidate":
-				cc.mustRevalidate = true
+				cc.MustRevalidate = true
 			case "proxy-revalidate":
-				cc.proxyRevalidate = true
+				cc.ProxyRevalidate = true
 			case "must-understand":
-				cc.mustUnderstand = true
+				cc.MustUnderstand = true
 			case "max-age":
-				cc.maxAge = cc.age(cc.maxAge, value)
+				cc.MaxAge = cc.age(cc.MaxAge, value)
 			case "s-maxage":
-				cc.sMaxAge = cc.age(cc.sMaxAge, value)
+				cc.SMaxAge = cc.age(cc.SMaxAge, value)
 			case "stale-while-revalidate":
-				cc.staleWhileRevalidate = cc.age(cc.staleWhileRevalidate, value)
+				cc.StaleWhileRevalidate = cc.age(cc.StaleWhileRevalidate, value)
 			case "stale-if-error":
-				cc.staleIfError = cc.age(cc.staleIfError, value)
+				cc.StaleIfError = cc.age(cc.StaleIfError, value)
 			}
 		}
 	}
@@ -95,18 +96,19 @@ func unquotedIndex(s string, c byte) int {
 
 // age parses a delta-seconds value for a directive already seen as prev. A malformed value,
 // or a repeat with another value, marks the whole header invalid and reads as zero.
-func (cc *cacheControl) age(prev int64, value string) int64 {
-	v, ok := parseDeltaSeconds(value)
+func (cc *Directives) age(prev int64, value string) int64 {
+	v, ok := ParseDeltaSeconds(value)
 	if !ok || (prev >= 0 && prev != v) {
-		cc.invalid = true
+		cc.Invalid = true
 		return 0
 	}
 	return v
 }
 
-// parseDeltaSeconds reads a non-negative integer of seconds, quoted or not (RFC 9111
-// section 5.2 allows both forms on the wire), capped at 2^31.
-func parseDeltaSeconds(s string) (int64, bool) {
+// ParseDeltaSeconds reads a non-negative integer of seconds, quoted or not (RFC 9111
+// section 5.2 allows both forms on the wire), capped at 2^31. ok is false for anything
+// else.
+func ParseDeltaSeconds(s string) (int64, bool) {
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
 	}

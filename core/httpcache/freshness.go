@@ -1,4 +1,4 @@
-package core
+package httpcache
 
 import (
 	"net/http"
@@ -30,85 +30,100 @@ const (
 	maxRevalidateGrace = 24 * time.Hour
 )
 
-// Reasons an answer is not stored, for Cache-Status detail.
+// Reasons an answer is not stored, for Cache-Status detail: Storable returns those it finds,
+// and the engine the two it finds while reading the body (ReasonTooLarge, ReasonStreaming).
 const (
-	reasonNoStore   = "no-store"
-	reasonPrivate   = "private"
-	reasonCookie    = "set-cookie"
-	reasonAuth      = "authorization"
-	reasonReqStore  = "request-no-store"
-	reasonStatus    = "status"
-	reasonNoFresh   = "no-freshness"
-	reasonVaryStar  = "vary-star"
-	reasonTooLarge  = "too-large"
-	reasonStreaming = "stream"
+	ReasonNoStore   = "no-store"
+	ReasonPrivate   = "private"
+	ReasonCookie    = "set-cookie"
+	ReasonAuth      = "authorization"
+	ReasonReqStore  = "request-no-store"
+	ReasonStatus    = "status"
+	ReasonNoFresh   = "no-freshness"
+	ReasonVaryStar  = "vary-star"
+	ReasonTooLarge  = "too-large"
+	ReasonStreaming = "stream"
 )
 
-// storable tells whether an answer to r may be stored by a shared cache (RFC 9111 section
-// 3), with Weir's stricter rule that an answer setting a cookie is never shared.
-func (p *policy) storable(r *http.Request, status int, h http.Header, cc cacheControl) (bool, string) {
-	explicit := cc.sMaxAge >= 0 || cc.maxAge >= 0 || (len(h["Expires"]) > 0 && !cc.targeted)
+// Storable tells whether an answer to r with status, header h and directives cc (read by
+// ResponseControl) may be stored by a shared cache (RFC 9111 section 3), with Weir's
+// stricter rule that an answer setting a cookie is never shared. When it may not, reason
+// says why, one of the Reason constants.
+func (p *Policy) Storable(r *http.Request, status int, h http.Header, cc Directives) (bool, string) {
+	explicit := cc.SMaxAge >= 0 || cc.MaxAge >= 0 || (len(h["Expires"]) > 0 && !cc.Targeted)
 	switch {
-	case requestNoStore(r):
+	case RequestNoStore(r):
 		// RFC 9111 section 5.2.1.5: no part of the answer to such a request is stored.
-		return false, reasonReqStore
-	case cc.noStore:
-		return false, reasonNoStore
-	case cc.private:
-		return false, reasonPrivate
+		return false, ReasonReqStore
+	case cc.NoStore:
+		return false, ReasonNoStore
+	case cc.Private:
+		return false, ReasonPrivate
 	case len(h["Set-Cookie"]) > 0:
-		return false, reasonCookie
-	case !storableStatus[status] && !(explicit && !cc.mustUnderstand && otherStorableStatus(status)):
+		return false, ReasonCookie
+	case !storableStatus[status] && !(explicit && !cc.MustUnderstand && otherStorableStatus(status)):
 		// RFC 9111 section 3: any final status may be stored when the answer says how long
 		// it is fresh, unless must-understand asks for a status Weir knows (section 5.2.2.3).
-		return false, reasonStatus
+		return false, ReasonStatus
 	}
 	// RFC 9111 section 3.5: an answer to a request with credentials is shared only when it
 	// says so.
-	if len(r.Header["Authorization"]) > 0 && !cc.public && cc.sMaxAge < 0 && !cc.mustRevalidate {
-		return false, reasonAuth
+	if len(r.Header["Authorization"]) > 0 && !cc.Public && cc.SMaxAge < 0 && !cc.MustRevalidate {
+		return false, ReasonAuth
 	}
 	if _, star := parseVary(h["Vary"]); star {
-		return false, reasonVaryStar
+		return false, ReasonVaryStar
 	}
 	validator := len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0
-	if explicit || validator || (p.defaultTTL > 0 && heuristicStatus[status]) {
+	if explicit || validator || (p.DefaultTTL > 0 && heuristicStatus[status]) {
 		return true, ""
 	}
-	return false, reasonNoFresh
+	return false, ReasonNoFresh
 }
 
-// requestNoStore tells whether the client forbids storing the answer to r (RFC 9111
+// RequestNoStore tells whether the client forbids storing the answer to r (RFC 9111
 // section 5.2.1.5).
-func requestNoStore(r *http.Request) bool {
+func RequestNoStore(r *http.Request) bool {
 	cc := r.Header["Cache-Control"]
-	return len(cc) > 0 && parseCacheControl(cc).noStore
+	return len(cc) > 0 && ParseCacheControl(cc).NoStore
 }
 
-// requestScoped tells whether an answer was refused storage for something in the request
+// RequestScoped tells whether an answer was refused storage for something in the request
 // alone (its credentials, its no-store): that says nothing of the answer others get, so the
 // key is not marked hit-for-pass (FR-COA-8).
-func requestScoped(reason string) bool {
-	return reason == reasonAuth || reason == reasonReqStore
+func RequestScoped(reason string) bool {
+	return reason == ReasonAuth || reason == ReasonReqStore
 }
 
 // otherStorableStatus tells whether a status outside storableStatus may be stored with
 // explicit freshness: a final status, not a partial answer (Weir does not assemble ranges),
-// not a 304 (which updates a stored answer), and not one of the origin errors that
+// not a 304 (which updates a stored answer), and not an origin error (IsOriginError), which
 // stale-if-error, coalescing and the negative cache treat as a failure.
 func otherStorableStatus(status int) bool {
-	return status >= 200 && status <= 599 && status != 206 && status != 304 && !isOriginError(status)
+	return status >= 200 && status <= 599 && status != 206 && status != 304 && !IsOriginError(status)
 }
 
-// policy is the part of the settings that decides what is stored and for how long.
-type policy struct {
-	defaultTTL   time.Duration
-	maxEntrySize int64
+// IsOriginError tells whether status is one of the errors that stale-if-error answers with
+// a stale answer: 500, 502, 503 and 504 (RFC 5861 section 4).
+func IsOriginError(status int) bool {
+	return status == 500 || status == 502 || status == 503 || status == 504
 }
 
-// newEntry builds the entry for an answer received at respTime to a request sent at reqTime,
-// computing its age and freshness as RFC 9111 sections 4.2.1 and 4.2.3 say.
-func (p *policy) newEntry(status int, h http.Header, body []byte, cc cacheControl, reqTime, respTime time.Time) *store.Entry {
+// Policy is the part of the settings that decides what is stored and for how long.
+type Policy struct {
+	// DefaultTTL is the freshness of a heuristically cacheable answer that states none
+	// (RFC 9111 section 4.2.2). Zero: such answers are not stored.
+	DefaultTTL time.Duration
+	// MaxEntrySize is the largest body stored, in bytes. Policy does not read it: the engine
+	// checks it while the body arrives.
+	MaxEntrySize int64
+}
+
+// NewEntry builds the entry for an answer received at respTime to a request sent at reqTime,
+// computing its age and freshness as RFC 9111 sections 4.2.1 and 4.2.3 say, with the header
+// to store (hop-by-hop fields and the fields meant for Weir alone removed) and, for an answer
+// that varies, its Vary names. The entry is not prepared for the hit path (Entry.Prepare).
+func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives, reqTime, respTime time.Time) *store.Entry {
 	date := respTime
 	if d, err := http.ParseTime(h.Get("Date")); err == nil {
 		date = d
@@ -128,19 +143,19 @@ func (p *policy) newEntry(status int, h http.Header, body []byte, cc cacheContro
 
 	var lifetime time.Duration
 	switch {
-	case cc.invalid || cc.noCache || !ageOK:
+	case cc.Invalid || cc.NoCache || !ageOK:
 		lifetime = 0
-	case cc.sMaxAge >= 0:
-		lifetime = time.Duration(cc.sMaxAge) * time.Second
-	case cc.maxAge >= 0:
-		lifetime = time.Duration(cc.maxAge) * time.Second
-	case len(h["Expires"]) > 0 && !cc.targeted:
+	case cc.SMaxAge >= 0:
+		lifetime = time.Duration(cc.SMaxAge) * time.Second
+	case cc.MaxAge >= 0:
+		lifetime = time.Duration(cc.MaxAge) * time.Second
+	case len(h["Expires"]) > 0 && !cc.Targeted:
 		// An invalid Expires, such as "0", means already expired (RFC 9111 section 5.3).
 		if exp, err := http.ParseTime(h.Get("Expires")); err == nil && exp.After(date) {
 			lifetime = exp.Sub(date)
 		}
 	case heuristicStatus[status]:
-		lifetime = p.defaultTTL
+		lifetime = p.DefaultTTL
 	}
 
 	e := &store.Entry{
@@ -153,13 +168,13 @@ func (p *policy) newEntry(status int, h http.Header, body []byte, cc cacheContro
 	e.KeepUntil = e.FreshUntil
 	// must-revalidate, proxy-revalidate, s-maxage and no-cache forbid serving stale
 	// (RFC 9111 sections 5.2.2.2, 5.2.2.8, 5.2.2.10; RFC 5861 section 1).
-	mayServeStale := !cc.mustRevalidate && !cc.proxyRevalidate && !cc.noCache && cc.sMaxAge < 0
-	if mayServeStale && cc.staleWhileRevalidate > 0 {
-		e.StaleWhileRevalidateUntil = e.FreshUntil.Add(time.Duration(cc.staleWhileRevalidate) * time.Second)
+	mayServeStale := !cc.MustRevalidate && !cc.ProxyRevalidate && !cc.NoCache && cc.SMaxAge < 0
+	if mayServeStale && cc.StaleWhileRevalidate > 0 {
+		e.StaleWhileRevalidateUntil = e.FreshUntil.Add(time.Duration(cc.StaleWhileRevalidate) * time.Second)
 		e.KeepUntil = later(e.KeepUntil, e.StaleWhileRevalidateUntil)
 	}
-	if mayServeStale && cc.staleIfError > 0 {
-		e.StaleIfErrorUntil = e.FreshUntil.Add(time.Duration(cc.staleIfError) * time.Second)
+	if mayServeStale && cc.StaleIfError > 0 {
+		e.StaleIfErrorUntil = e.FreshUntil.Add(time.Duration(cc.StaleIfError) * time.Second)
 		e.KeepUntil = later(e.KeepUntil, e.StaleIfErrorUntil)
 	}
 	if len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0 {
@@ -215,7 +230,7 @@ func parseAge(lines []string) (seconds int64, ok bool) {
 	if n == 0 {
 		return 0, false
 	}
-	secs, _ := parseDeltaSeconds(first[:n])
+	secs, _ := ParseDeltaSeconds(first[:n])
 	return secs, true
 }
 
@@ -228,12 +243,12 @@ func later(a, b time.Time) time.Time {
 
 // Header fields never stored: hop-by-hop fields (RFC 9110 section 7.6.1), Age, which is
 // recomputed on every answer from storage, Cache-Status, which Weir writes itself, and the
-// fields meant for Weir alone (weirOnlyField), so that no answer from storage carries them
+// fields meant for Weir alone (WeirOnlyField), so that no answer from storage carries them
 // and the hit path has nothing to remove.
 var unstoredHeader = []string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding",
 	"Upgrade", "Proxy-Authenticate", "Age", "Cache-Status",
-	fieldWeirCacheControl, fieldSurrogateControl,
+	FieldWeirCacheControl, FieldSurrogateControl,
 }
 
 // storedHeader copies an answer's header for storage, with Content-Length set to the
@@ -260,9 +275,9 @@ var keepOn304 = map[string]bool{
 	"Etag": true, "Content-Md5": true,
 }
 
-// mergeNotModified returns the header of a stored answer updated with a 304's fields
+// MergeNotModified returns the header of a stored answer updated with a 304's fields
 // (RFC 9111 section 4.3.4).
-func mergeNotModified(stored, fresh http.Header) http.Header {
+func MergeNotModified(stored, fresh http.Header) http.Header {
 	out := make(http.Header, len(stored)+len(fresh))
 	for k, v := range stored {
 		out[k] = v
