@@ -120,19 +120,15 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	switch {
 	case rec.mode == modeStream:
 		res.streamed = true
-		if !httpcache.RequestScoped(rec.reason) {
-			h.markPass(key, respTime)
-		}
+		h.markUnshared(key, rec.reason, respTime)
 		return res
 	case rec.mode == modeDecline:
 		res.declined = true
-		if !httpcache.RequestScoped(rec.reason) {
-			h.markPass(key, respTime)
-		}
+		h.markUnshared(key, rec.reason, respTime)
 		return res
 	case rec.mode == modeDiscard:
 		res.reason = httpcache.ReasonTooLarge
-		h.markPass(key, respTime)
+		h.markUnshared(key, res.reason, respTime)
 		return res
 	case httpcache.IsOriginError(rec.status):
 		res.originError = true
@@ -150,16 +146,12 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 			// A 304 that sets a cookie or makes the answer private or no-store updates it for
 			// the leader only: neither stored nor shared with followers.
 			res.reason = reason
-			if !httpcache.RequestScoped(reason) {
-				h.markPass(key, respTime)
-			}
+			h.markUnshared(key, reason, respTime)
 			return res
 		}
 		res.entry, res.revalidated = ent, true
 	case !rec.storable:
-		if !httpcache.RequestScoped(rec.reason) {
-			h.markPass(key, respTime)
-		}
+		h.markUnshared(key, rec.reason, respTime)
 		return res
 	default:
 		res.entry = h.policy.NewEntry(rec.status, rec.header, rec.body, rec.cc, reqTime, respTime)
@@ -190,6 +182,15 @@ func serveOrigin(next http.Handler, rec *recorder, req *http.Request) {
 		}
 	}()
 	next.ServeHTTP(rec, req)
+}
+
+// markUnshared marks key hit-for-pass after an answer that could not be shared for reason,
+// unless the reason speaks of the request alone (its credentials, its no-store): that says
+// nothing of the answer others get, and the key stays cacheable (FR-COA-8).
+func (h *Handler) markUnshared(key, reason string, now time.Time) {
+	if !httpcache.RequestScoped(reason) {
+		h.markPass(key, now)
+	}
 }
 
 // markPass remembers that key's answer could not be shared (hit-for-pass): for

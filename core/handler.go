@@ -295,7 +295,9 @@ func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
 	if old, err := h.e.store.Get(ctx, key); err == nil && old != nil && old.VaryIndex &&
 		httpcache.SameNames(old.Vary, ent.Vary) && ent.Born.Before(old.KeepUntil) {
 		idx.Born = old.Born
-		idx.KeepUntil = later(old.KeepUntil, ent.KeepUntil)
+		if old.KeepUntil.After(idx.KeepUntil) {
+			idx.KeepUntil = old.KeepUntil
+		}
 	}
 	if err := h.e.store.Set(ctx, key, idx); err != nil {
 		return false
@@ -362,14 +364,3 @@ func requestNoCache(r *http.Request) bool {
 	}
 	return false
 }
-
-// later is the later of two times.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-// itoa formats an int64 for header values.
-func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -414,3 +415,6 @@ func cancellableRequest(r *http.Request) (*http.Request, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(r.Context())
 	return r.WithContext(ctx), cancel
 }
+
+// itoa formats an int64, for URLs and header values in tests.
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

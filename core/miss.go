@@ -104,8 +104,9 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 
 // fetchSolo serves a request with credentials that found nothing stored, or one whose
 // answer may not be stored: it neither waits on nor leads a shared fetch (FR-COA-8); stale
-// is what storage holds for it, to revalidate and to serve where stale-if-error allows. A panic in its fetch is handled as a flight's
-// (FR-COA-6): a 502 before the answer began, an abort after; so is a body that ended short.
+// is what storage holds for it, to revalidate and to serve where stale-if-error allows. A
+// panic in its fetch is handled as a flight's (FR-COA-6): a 502 before the answer began, an
+// abort after; so is a body that ended short.
 func (h *Handler) fetchSolo(w http.ResponseWriter, r *http.Request, key string, stale *store.Entry, cacheStatus string) {
 	req, cancel := h.fetchRequest(r, stale)
 	f := &soloFetch{sk: &sink{w: w, cacheStatus: cacheStatus}}
@@ -116,7 +117,7 @@ func (h *Handler) fetchSolo(w http.ResponseWriter, r *http.Request, key string, 
 		if started {
 			abortAnswer()
 		}
-		h.failed(w, r, stale, cacheStatus+paramDetail+"origin-panic")
+		h.failed(w, r, stale, cacheStatus, "origin-panic")
 		return
 	}
 	if !started {
@@ -220,7 +221,7 @@ func (h *Handler) flightFailed(w http.ResponseWriter, r *http.Request, key strin
 		h.retry(w, r, key)
 		return
 	}
-	h.failed(w, r, stale, cacheStatus+paramDetail+"origin-panic")
+	h.failed(w, r, stale, cacheStatus, "origin-panic")
 }
 
 // What waitFlight saw.
@@ -291,7 +292,7 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 	case res.truncated:
 		// RFC 9112 section 8: a body that ended short is no answer; stale if allowed, else
 		// 502, for every waiter.
-		h.failed(w, r, stale, cacheStatus+paramDetail+"origin-truncated")
+		h.failed(w, r, stale, cacheStatus, "origin-truncated")
 	case refusedAny(res.refused):
 		h.refused(w, r, stale, cacheStatus, res.refused)
 	case res.originError:
@@ -350,14 +351,13 @@ func (h *Handler) refresh(r *http.Request, key string, stale *store.Entry) {
 }
 
 // failed answers a waiter whose fetch panicked or whose answer broke off: stale if allowed,
-// else 502.
-func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string) {
-	now := h.s.Now()
-	if stale != nil && now.Before(stale.StaleIfErrorUntil) {
+// else 502 with detail, which says which.
+func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus, detail string) {
+	if stale != nil && h.s.Now().Before(stale.StaleIfErrorUntil) {
 		h.write(w, r, &answer{ent: stale, hit: true, detail: "stale-if-error"})
 		return
 	}
-	h.write(w, r, &answer{status: http.StatusBadGateway, text: http.StatusText(http.StatusBadGateway), cache: cacheStatus})
+	h.write(w, r, &answer{status: http.StatusBadGateway, text: http.StatusText(http.StatusBadGateway), cache: cacheStatus, detail: detail})
 }
 
 // reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).
