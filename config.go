@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core"
+	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/limit"
 )
@@ -136,6 +137,11 @@ func (c *Config) protections(s *core.Settings) error {
 	}
 	if s.AllowPurge, err = parseBool("cache.allowPurge", c.Cache.AllowPurge); err != nil {
 		return err
+	}
+	s.AdminPath = strings.TrimSpace(c.Admin.Path)
+	s.AdminAccess.Token = strings.TrimSpace(c.Admin.Token)
+	if s.AdminAccess.Allow, err = admin.ParseAllow(c.Admin.Allow); err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
 	}
 	s.StoreURL = strings.TrimSpace(c.Store.URL)
 	s.StoreKeyPrefix = c.Store.KeyPrefix

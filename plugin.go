@@ -24,6 +24,7 @@ type Config struct {
 	Negative NegativeConfig `json:"negative,omitempty"`
 	MissRate MissRateConfig `json:"missRate,omitempty"`
 	Store    StoreConfig    `json:"store,omitempty"`
+	Admin    AdminConfig    `json:"admin,omitempty"`
 }
 
 // KeyConfig says how requests map to cache keys.
@@ -137,6 +138,20 @@ type StoreConfig struct {
 	// NearCache keeps copies of entries read from the store in this Traefik, within
 	// cache.maxSize, while the server pushes their invalidations ("true").
 	NearCache string `json:"nearCache,omitempty"`
+}
+
+// AdminConfig is the operator's API, page and metrics, and who may use them.
+type AdminConfig struct {
+	// Path is where they answer, on every router the middleware is attached to ("/_weir";
+	// "": off, the default). Requests under it never reach the origin.
+	Path string `json:"path,omitempty"`
+	// Token is a bearer token (Authorization: Bearer <token>) that opens the admin and
+	// PURGE ("": none).
+	Token string `json:"token,omitempty"`
+	// Allow lists CIDRs whose connections may use the admin and PURGE without the token
+	// (none by default). Matched against the connection's address, never a forwarded
+	// header.
+	Allow []string `json:"allow,omitempty"`
 }
 
 // CreateConfig returns the configuration Traefik decodes the operator's values onto.

@@ -34,12 +34,18 @@ func CloseBreaker(name, host string) error {
 	if err != nil {
 		return err
 	}
+	return closeBreaker(e, b.Key())
+}
+
+// closeBreaker closes the breaker of scope key by hand and clears its shared deadline.
+func closeBreaker(e *engine, key string) error {
+	b := e.breakers.Get(key, e.now())
 	b.ForceClose(e.now())
 	if st, _ := e.breakerSync.current(); st != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), e.storeTimeout)
 		defer cancel()
-		if err := st.Delete(ctx, e.breakerSync.prefix+b.Key()); err != nil {
-			return fmt.Errorf("clearing the shared deadline of %s: %w", name, err)
+		if err := st.Delete(ctx, e.breakerSync.prefix+key); err != nil {
+			return fmt.Errorf("clearing the shared deadline of %s in %s: %w", key, e.name, err)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
@@ -51,6 +52,8 @@ type Handler struct {
 	queueWait time.Duration
 	// now is s.Now, one selector closer to the hit path.
 	now func() time.Time
+	// admin serves admin.path; nil when it is off.
+	admin *admin.Handler
 }
 
 // New returns the handler of the middleware name in front of next, finding the engine that
@@ -64,7 +67,7 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{
+	h := &Handler{
 		e:      e,
 		next:   next,
 		s:      s,
@@ -79,7 +82,11 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		passStatusValue: []string{statusFwd + fwdURIMiss + paramDetail + "uncacheable"},
 		queueWait:       queueWait(s.Limiter.MaxQueueWait),
 		now:             s.Now,
-	}, nil
+	}
+	if s.AdminPath != "" {
+		h.admin = newAdmin(e, s)
+	}
+	return h, nil
 }
 
 // ServeHTTP answers from storage when it can and goes to the origin when it must.
@@ -220,6 +227,9 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 // serve is the general path: any key, Vary, the client's validators and cache directives,
 // remote stores, misses.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+	if adminRequest(h, w, r) {
+		return
+	}
 	if len(r.Header["Upgrade"]) > 0 {
 		pass(h, w, r, httpcache.Partition(r), []string{statusBypass + paramDetail + "upgrade"})
 		return

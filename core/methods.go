@@ -17,6 +17,9 @@ import (
 // unsafe method invalidates the URI and the same-origin Location and Content-Location
 // (RFC 9111 section 4.4).
 func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
+	if adminRequest(h, w, r) {
+		return
+	}
 	if r.Method == methodPurge && h.s.AllowPurge {
 		h.purge(w, r)
 		return
@@ -49,6 +52,12 @@ func unsafeMethod(m string) bool {
 const methodPurge = "PURGE"
 
 func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
+	if !h.s.AdminAccess.Allowed(r) {
+		// An unauthenticated client must never empty the cache.
+		h.write(w, r, &answer{status: http.StatusForbidden, text: "forbidden: PURGE needs admin.token or an address in admin.allow",
+			cache: statusBypass, detail: "forbidden"})
+		return
+	}
 	err := h.invalidate(r)
 	h.e.neg.Forget(h.keyer.Key(r))
 	if err != nil {

@@ -362,6 +362,7 @@ func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.En
 
 // reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).
 func (h *Handler) reportAnomaly(a *missrate.Anomaly) {
+	h.e.anomalies.add(*a)
 	h.s.Log(fmt.Sprintf("warning: miss_rate_anomaly middleware=%s partition=%s requests=%d misses=%d window=%s varying=%s throttled=%t",
 		h.e.name, a.Partition, a.Requests, a.Misses, a.Window, strings.Join(a.Varying, ","), a.Throttled))
 }

@@ -38,7 +38,9 @@ type engine struct {
 	negConf     string
 	missRate    *missrate.Detector
 	missConf    string
-	log         func(msg string)
+	// anomalies keeps the recent miss-rate anomalies for the admin, across reloads.
+	anomalies *anomalyLog
+	log       func(msg string)
 	// now, breakerScope and storeTimeout serve the operator controls (control.go).
 	now          func() time.Time
 	breakerScope string
@@ -139,6 +141,10 @@ func engineFor(name string, s Settings) (*engine, error) {
 		e.missRate = old.missRate
 	} else if e.missRate, err = missrate.New(s.MissRate); err != nil {
 		return nil, err
+	}
+	e.anomalies = old.anomalies
+	if e.anomalies == nil {
+		e.anomalies = &anomalyLog{}
 	}
 	if old.limiter != nil {
 		e.limiter = old.limiter

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/missrate"
@@ -61,6 +62,12 @@ type Settings struct {
 	// AllowPurge makes Weir answer PURGE requests by dropping the URI's entry, instead of
 	// passing them to the origin. Off by default: anyone who reaches the router could purge.
 	AllowPurge bool
+
+	// AdminPath is where the admin API, page and metrics answer ("/_weir"). Empty: no admin.
+	AdminPath string
+	// AdminAccess says who may use the admin, and send PURGE. Its zero value lets no one in:
+	// AdminPath and AllowPurge both need a token or an allowed network.
+	AdminAccess admin.Access
 
 	// Limiter is the origin concurrency budget (FR-LIM-1..7); zero fields are its defaults.
 	// It is updated live on reload.
@@ -180,6 +187,9 @@ func (s Settings) validate() error {
 	if err := s.Limiter.Validate(); err != nil {
 		return fmt.Errorf("%w: limiter.%v", ErrSettings, err)
 	}
+	if err := s.validateAdmin(); err != nil {
+		return err
+	}
 	if s.MaxSize < 0 {
 		return fmt.Errorf("%w: cache.maxSize: %d must not be negative", ErrSettings, s.MaxSize)
 	}
@@ -196,4 +206,21 @@ func (s Settings) fingerprint() string {
 	sort.Strings(drop)
 	return fmt.Sprintf("drop=%s size=%d entry=%d ttl=%s store=%s url=%s prefix=%s near=%t storeTimeout=%s",
 		strings.Join(drop, ","), s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.StoreID, s.StoreURL, s.StoreKeyPrefix, !s.StoreNoNearCache, s.StoreTimeout)
+}
+
+// validateAdmin checks admin.path and that whatever empties or reveals the cache has the
+// operator's credentials to check.
+func (s Settings) validateAdmin() error {
+	if p := s.AdminPath; p != "" {
+		if p[0] != '/' || strings.ContainsAny(p, "?#") || p == "/" {
+			return fmt.Errorf("%w: admin.path: %q must be a path below the root such as \"/_weir\"", ErrSettings, p)
+		}
+		if !s.AdminAccess.Configured() {
+			return fmt.Errorf("%w: admin.path: %q needs admin.token or admin.allow, or no one could use it", ErrSettings, p)
+		}
+	}
+	if s.AllowPurge && !s.AdminAccess.Configured() {
+		return fmt.Errorf("%w: cache.allowPurge: true needs admin.token or admin.allow, so that no anonymous client can empty the cache", ErrSettings)
+	}
+	return nil
 }

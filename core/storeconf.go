@@ -71,3 +71,12 @@ type closingGuard struct {
 }
 
 func (c closingGuard) Close() error { return c.rs.Close() }
+
+// remoteState is what the admin reads of a shared store.
+type remoteState interface {
+	breakerOpen() bool
+	nearLive() bool
+}
+
+func (c closingGuard) breakerOpen() bool { return c.Guard.Open() }
+func (c closingGuard) nearLive() bool    { return c.rs.NearLive() }

@@ -103,6 +103,8 @@ func redisConfig(url string) map[string]interface{} {
 		"store":    map[string]interface{}{"url": url, "keyPrefix": redisKeyPrefix},
 		"timeouts": map[string]interface{}{"store": "50ms"},
 		"cache":    map[string]interface{}{"allowPurge": "true"},
+		// PURGE needs the operator's credentials: the tests call Traefik from loopback.
+		"admin": map[string]interface{}{"allow": []string{"127.0.0.0/8", "::1"}},
 	}
 }
 

@@ -143,6 +143,22 @@ func (m *Memory) Clear() {
 	m.mu.Unlock()
 }
 
+// DeleteFunc removes every entry whose key match reports, and returns how many it removed.
+// match is called with the store's lock held: it must be quick and call nothing of the
+// store's.
+func (m *Memory) DeleteFunc(match func(key string) bool) int {
+	n := 0
+	m.mu.Lock()
+	for key, it := range m.items {
+		if match(key) {
+			m.remove(it)
+			n++
+		}
+	}
+	m.mu.Unlock()
+	return n
+}
+
 // Len reports the number of entries and the bytes they take.
 func (m *Memory) Len() (entries int, bytes int64) {
 	m.mu.Lock()

@@ -1,0 +1,286 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weirproxy/weir/core/admin"
+	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/missrate"
+)
+
+// busiestShown is how many partitions and hosts the admin lists as the limiter's busiest.
+const busiestShown = 10
+
+// anomaliesKept bounds the miss-rate anomalies the engine remembers for the admin.
+const anomaliesKept = 32
+
+// operator is an engine as its admin sees and steers it (admin.Engine).
+type operator struct {
+	e *engine
+	s Settings
+}
+
+// newAdmin serves e's admin at s.AdminPath. Requests under the path go to serve, which hands
+// them to the admin, unless the hit path finds them stored: so nothing stored under the path
+// may stay in what the hit path reads (an answer the origin gave there before the admin was
+// turned on), and nothing is stored there again, since serve comes first.
+func newAdmin(e *engine, s Settings) *admin.Handler {
+	if e.hot != nil {
+		base := strings.TrimSuffix(s.AdminPath, "/")
+		e.hot.DeleteFunc(func(key string) bool { return admin.Under(base, pathOfKey(key)) })
+	}
+	access := s.AdminAccess
+	return admin.NewHandler(s.AdminPath, &access, operator{e: e, s: s}, s.Now)
+}
+
+// pathOfKey is the path of a cache key ("https://host/path?query", with a variant's suffix
+// after a NUL).
+func pathOfKey(key string) string {
+	if i := strings.Index(key, "://"); i >= 0 {
+		key = key[i+3:]
+	}
+	i := strings.IndexByte(key, '/')
+	if i < 0 {
+		return ""
+	}
+	key = key[i:]
+	if j := strings.IndexAny(key, "?\x00"); j >= 0 {
+		key = key[:j]
+	}
+	return key
+}
+
+// adminRequest serves r from the admin when it is under admin.path, as sent or as decoded,
+// and tells whether it did. Nothing under the path reaches the origin or is stored.
+func adminRequest(h *Handler, w http.ResponseWriter, r *http.Request) bool {
+	if h.admin == nil {
+		return false
+	}
+	p := r.RequestURI
+	if i := strings.IndexByte(p, '?'); i >= 0 {
+		p = p[:i]
+	}
+	if !admin.Under(h.s.AdminPath, p) && !admin.Under(h.s.AdminPath, r.URL.Path) {
+		return false
+	}
+	h.admin.ServeHTTP(w, r)
+	return true
+}
+
+func (o operator) State(now time.Time) admin.State {
+	e := o.e
+	st := admin.State{Middleware: e.name, Time: now, Defaults: breakerParams(o.s.Breaker)}
+	for _, b := range e.breakers.Snapshot(now) {
+		st.Breakers = append(st.Breakers, breakerView(b, now))
+	}
+	st.Limiter = o.limiterView()
+	st.Anomalies = e.anomalies.current(now)
+	st.Store = o.storeView()
+	return st
+}
+
+func breakerView(b breaker.Status, now time.Time) admin.Breaker {
+	v := admin.Breaker{
+		Key:      b.Key,
+		State:    breaker.StateName(b.State),
+		Trips:    b.Trips,
+		Requests: b.OK + b.Failures,
+		Failures: b.Failures,
+	}
+	if b.State == breaker.StateOpen {
+		v.OpenLeft = b.OpenUntil.Sub(now).Seconds()
+	}
+	return v
+}
+
+// breakerParams lists the parameters an operator may override, as breaker.overrides
+// writes them.
+func breakerParams(s breaker.Settings) []admin.Param {
+	s = breakerDefaults(s)
+	return []admin.Param{
+		{Name: "window", Value: s.Window.String()},
+		{Name: "minRequests", Value: fmt.Sprint(s.MinRequests)},
+		{Name: "failureRatio", Value: fmt.Sprint(s.FailureRatio)},
+		{Name: "openFor", Value: s.OpenFor.String()},
+		{Name: "maxOpenFor", Value: s.MaxOpenFor.String()},
+	}
+}
+
+// breakerDefaults fills the zero fields the breaker would.
+func breakerDefaults(s breaker.Settings) breaker.Settings {
+	if s.Window <= 0 {
+		s.Window = breaker.DefaultWindow
+	}
+	if s.MinRequests <= 0 {
+		s.MinRequests = breaker.DefaultMinRequests
+	}
+	if s.FailureRatio <= 0 {
+		s.FailureRatio = breaker.DefaultFailureRatio
+	}
+	if s.OpenFor <= 0 {
+		s.OpenFor = breaker.DefaultOpenFor
+	}
+	if s.MaxOpenFor <= 0 {
+		s.MaxOpenFor = breaker.DefaultMaxOpenFor
+	}
+	return s
+}
+
+func (o operator) limiterView() admin.Limiter {
+	l := o.e.limiter
+	stats := l.Stats()
+	v := admin.Limiter{
+		InFlight:      stats.Fetch.InFlight,
+		Queued:        stats.Fetch.Queued,
+		MaxConcurrent: stats.Fetch.Size,
+		MaxQueue:      o.s.Limiter.MaxQueue,
+		Uploads:       stats.Upload.InFlight,
+		MaxUpload:     stats.Upload.Size,
+	}
+	hosts := make(map[string]*admin.Occupant)
+	for i, p := range l.Busiest(-1) {
+		if i < busiestShown {
+			v.Partitions = append(v.Partitions, admin.Occupant{Key: p.Partition, InFlight: p.InFlight, Queued: p.Queued})
+		}
+		host := hostOfPartition(p.Partition)
+		h := hosts[host]
+		if h == nil {
+			h = &admin.Occupant{Key: host}
+			hosts[host] = h
+		}
+		h.InFlight += p.InFlight
+		h.Queued += p.Queued
+	}
+	for _, h := range hosts {
+		v.Hosts = append(v.Hosts, *h)
+	}
+	sort.Slice(v.Hosts, func(i, j int) bool {
+		a, b := v.Hosts[i].InFlight+v.Hosts[i].Queued, v.Hosts[j].InFlight+v.Hosts[j].Queued
+		if a != b {
+			return a > b
+		}
+		return v.Hosts[i].Key < v.Hosts[j].Key
+	})
+	if len(v.Hosts) > busiestShown {
+		v.Hosts = v.Hosts[:busiestShown]
+	}
+	return v
+}
+
+// hostOfPartition is the host of a partition ("https://example.com/path").
+func hostOfPartition(p string) string {
+	if i := strings.Index(p, "://"); i >= 0 {
+		p = p[i+3:]
+	}
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		p = p[:i]
+	}
+	return p
+}
+
+func (o operator) storeView() admin.Store {
+	e := o.e
+	if e.mem != nil {
+		n, b := e.mem.Len()
+		return admin.Store{Kind: "memory", Entries: n, Bytes: b}
+	}
+	v := admin.Store{Kind: "custom"}
+	// An interface, not closingGuard: Yaegi v0.16.1 refuses an assertion to a struct type
+	// that embeds a pointer ("impossible type assertion").
+	if r, ok := e.store.(remoteState); ok {
+		v.Kind = "redis"
+		v.Breaker = "closed"
+		if r.breakerOpen() {
+			v.Breaker = "open"
+		}
+		v.NearCache = "off"
+		if e.hot != nil {
+			v.NearCache = "lost"
+			if r.nearLive() {
+				v.NearCache = "live"
+			}
+			v.Entries, v.Bytes = e.hot.Len()
+		}
+	}
+	return v
+}
+
+func (o operator) OpenBreaker(key string, d time.Duration) error {
+	b := o.e.breakers.Get(key, o.e.now())
+	b.ForceOpen(o.e.now(), d)
+	return nil
+}
+
+func (o operator) CloseBreaker(key string) error {
+	return closeBreaker(o.e, key)
+}
+
+func (o operator) SetOverride(key, params string) error {
+	return errors.New("breaker overrides: not available")
+}
+
+func (o operator) RemoveOverride(key string) error {
+	return errors.New("breaker overrides: not available")
+}
+
+func (o operator) DeclareBreaker(key string) error {
+	o.e.breakers.Get(key, o.e.now())
+	return nil
+}
+
+func (o operator) Purge(ctx context.Context, p admin.Purge) (int, error) {
+	return 0, errors.New("purge: not available")
+}
+
+func (o operator) WriteMetrics(w io.Writer) error {
+	_, err := io.WriteString(w, "")
+	return err
+}
+
+// anomalyLog keeps the engine's recent miss-rate anomalies for the admin.
+type anomalyLog struct {
+	// mu guards list.
+	mu   sync.Mutex
+	list []missrate.Anomaly
+}
+
+func (l *anomalyLog) add(a missrate.Anomaly) {
+	l.mu.Lock()
+	l.list = append(l.list, a)
+	if len(l.list) > anomaliesKept {
+		l.list = append(l.list[:0:0], l.list[len(l.list)-anomaliesKept:]...)
+	}
+	l.mu.Unlock()
+}
+
+// current returns the anomalies raised within their window of now, newest first, one per
+// partition.
+func (l *anomalyLog) current(now time.Time) []admin.Anomaly {
+	l.mu.Lock()
+	list := append([]missrate.Anomaly(nil), l.list...)
+	l.mu.Unlock()
+	var out []admin.Anomaly
+	seen := make(map[string]bool)
+	for i := len(list) - 1; i >= 0; i-- {
+		a := list[i]
+		if now.Sub(a.At) > a.Window || seen[a.Partition] {
+			continue
+		}
+		seen[a.Partition] = true
+		ratio := 0.0
+		if a.Requests > 0 {
+			ratio = float64(a.Misses) / float64(a.Requests)
+		}
+		out = append(out, admin.Anomaly{Partition: a.Partition, Misses: a.Misses, Lookups: a.Requests,
+			Ratio: ratio, Throttled: a.Throttled})
+	}
+	return out
+}
