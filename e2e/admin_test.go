@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+const adminTestToken = "e2e-operator-token"
+
+// adminRoutes: /adm through a middleware whose admin takes the token, /adn through one
+// whose admin allows only 10.0.0.0/8, which the test's loopback connection is not in.
+func adminRoutes() Dynamic {
+	return Dynamic{
+		Routes: []Route{
+			{Name: "adm", Rule: "PathPrefix(`/adm`)", Middleware: "weir-adm"},
+			{Name: "adn", Rule: "PathPrefix(`/adn`)", Middleware: "weir-adn"},
+		},
+		Middlewares: map[string]map[string]interface{}{
+			"weir-adm": {
+				"admin":   map[string]interface{}{"path": "/adm/_weir", "token": adminTestToken},
+				"cache":   map[string]interface{}{"allowPurge": "true"},
+				"breaker": map[string]interface{}{"minRequests": "3"},
+			},
+			"weir-adn": {
+				"admin": map[string]interface{}{"path": "/adn/_weir", "allow": []string{"10.0.0.0/8"}},
+			},
+		},
+	}
+}
+
+// TestAdminAccess: through real Traefik, the admin answers 403 to a missing or wrong token
+// and to an address outside admin.allow (a forwarded header does not help), PURGE needs the
+// token, and nothing under admin.path reaches the origin.
+func TestAdminAccess(t *testing.T) {
+	o := newOrigin(t)
+	o.Handle("/adm/page", answer("max-age=60", "page"))
+	tr := startTraefik(t, o, adminRoutes())
+	bearer := map[string]string{"Authorization": "Bearer " + adminTestToken}
+
+	tests := []struct {
+		desc, method, path string
+		header             map[string]string
+		want               int
+	}{
+		{desc: "no token", method: "GET", path: "/adm/_weir/api/state", want: 403},
+		{desc: "a wrong token", method: "GET", path: "/adm/_weir/api/state",
+			header: map[string]string{"Authorization": "Bearer wrong"}, want: 403},
+		{desc: "the token", method: "GET", path: "/adm/_weir/api/state", header: bearer, want: 200},
+		{desc: "metrics with the token", method: "GET", path: "/adm/_weir/metrics", header: bearer, want: 200},
+		{desc: "the page with the token", method: "GET", path: "/adm/_weir/", header: bearer, want: 200},
+		{desc: "an address outside admin.allow", method: "GET", path: "/adn/_weir/api/state", want: 403},
+		{desc: "a forwarded address inside admin.allow", method: "GET", path: "/adn/_weir/api/state",
+			header: map[string]string{"X-Forwarded-For": "10.1.2.3", "X-Real-Ip": "10.1.2.3"}, want: 403},
+		{desc: "an action without the token", method: "POST", path: "/adm/_weir/api/breakers/close", want: 403},
+	}
+	for _, tt := range tests {
+		r := send(t, tr, tt.method, tt.path, tt.header)
+		if r.status != tt.want {
+			t.Errorf("%s: %s %s: status %d, want %d (%q)", tt.desc, tt.method, tt.path, r.status, tt.want, r.body)
+		}
+	}
+	if r := send(t, tr, "GET", "/adm/_weir/api/state", bearer); r.status == 200 {
+		var st struct {
+			Middleware string `json:"middleware"`
+		}
+		if err := json.Unmarshal([]byte(r.body), &st); err != nil || !strings.HasPrefix(st.Middleware, "weir-adm") {
+			t.Errorf("state %q: middleware %q, %v; want weir-adm", r.body, st.Middleware, err)
+		}
+	}
+
+	wantReply(t, "GET /adm/page", get(t, tr, "/adm/page"), http.StatusOK, "page")
+	for _, h := range []map[string]string{nil, {"Authorization": "Bearer wrong"}} {
+		r := send(t, tr, "PURGE", "/adm/page", h)
+		if r.status != http.StatusForbidden {
+			t.Errorf("PURGE with %v: status %d, want 403", h, r.status)
+		}
+	}
+	wantHit(t, "GET /adm/page after refused purges", get(t, tr, "/adm/page"))
+	wantReply(t, "PURGE with the token", send(t, tr, "PURGE", "/adm/page", bearer), http.StatusOK, "purged")
+	wantMiss(t, "GET /adm/page after the purge", get(t, tr, "/adm/page"), "uri-miss", true)
+	wantCount(t, o, "/adm/page", 2)
+	for _, p := range []string{"/adm/_weir/", "/adm/_weir/api/state", "/adm/_weir/metrics", "/adn/_weir/api/state", "/adm/_weir/api/breakers/close"} {
+		if n := o.Count(p); n != 0 {
+			t.Errorf("%s reached the origin %d times, want 0", p, n)
+		}
+	}
+}
+
+// TestAdminBreakerByHand: an operator opens a host's breaker through the API, clients get
+// 503 with Retry-After and circuit-open without the origin being called, and closing it
+// lets them through again.
+func TestAdminBreakerByHand(t *testing.T) {
+	o := newOrigin(t)
+	o.Handle("/adm/live", answer("no-store", "live"))
+	tr := startTraefik(t, o, adminRoutes())
+	post := map[string]string{"Authorization": "Bearer " + adminTestToken, "Content-Type": "application/json"}
+	host := strings.TrimPrefix(tr.URL(""), "http://")
+	if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+
+	wantReply(t, "GET before", get(t, tr, "/adm/live"), http.StatusOK, "live")
+	r := sendBody(t, tr, "POST", "/adm/_weir/api/breakers/open", post, `{"key":"`+host+`","for":"60s"}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("open: %d %q", r.status, r.body)
+	}
+	r = get(t, tr, "/adm/live")
+	if r.status != http.StatusServiceUnavailable || r.cacheStatus().params["detail"] != "circuit-open" || r.header.Get("Retry-After") == "" {
+		t.Errorf("GET while open: %d, Cache-Status %q, Retry-After %q; want 503 circuit-open with Retry-After",
+			r.status, r.cacheStatus(), r.header.Get("Retry-After"))
+	}
+	wantCount(t, o, "/adm/live", 1)
+	r = sendBody(t, tr, "POST", "/adm/_weir/api/breakers/close", post, `{"key":"`+host+`"}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("close: %d %q", r.status, r.body)
+	}
+	wantReply(t, "GET after close", get(t, tr, "/adm/live"), http.StatusOK, "live")
+	wantCount(t, o, "/adm/live", 2)
+}
+
+// sendBody is send with a request body.
+func sendBody(t *testing.T, tr *Traefik, method, path string, header map[string]string, body string) reply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, tr.URL(path), strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := tr.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(got)}
+}
