@@ -1,0 +1,55 @@
+// Package events is Weir's event log for operators: one structured line for each thing that
+// changes how Weir treats traffic (a breaker opening or closing, the shared store failing or
+// coming back, a miss-rate anomaly, a configuration applied or rejected), and one summary line
+// a second at most while requests are shed. Never one line per request.
+//
+// # Lines
+//
+// A Log writes each event as one line, in the operator's log.format: logfmt (the default) or
+// JSON. Every line starts with the time (RFC 3339, UTC, milliseconds, from the injected clock),
+// the event's name and the middleware's name, then the event's own fields in the order given:
+//
+//	time=2025-03-01T12:00:00.250Z event=breaker_opened middleware=shop scope=api.example reason=failure-ratio ratio=0.5 failures=10 requests=20 open_for=30s
+//	{"time":"2025-03-01T12:00:00.250Z","event":"breaker_opened","middleware":"shop","scope":"api.example","reason":"failure-ratio","ratio":0.5,"failures":10,"requests":20,"open_for":"30s"}
+//
+// A logfmt value is quoted when it is empty or holds a space, '=', '"', a control character or
+// bytes that are not UTF-8; within quotes '"' and '\' are escaped and control characters
+// written as \n, \r, \t or \u00XX, as JSON strings are, so one unquoting reads both formats.
+// Bytes that are not UTF-8 become U+FFFD in both. A key is written as given, with any byte a
+// logfmt key cannot hold replaced by '_'. Ints, floats (shortest form: 0.5) and bools are JSON
+// numbers and booleans; durations (Go's form: 30s, 1m30s) and strings are JSON strings.
+// The keys time, event and middleware are the line's own: fields should not reuse them.
+//
+// # Shed requests
+//
+// A shed request is counted, not logged: a Summary counts them by reason and writes one shed
+// line at most every ShedEvery (a second), ShedEvery after the first shed it holds, so the
+// first shed after a quiet period shows within a second and the end of a burst is reported
+// without waiting for the next shed. The timer is injected (Settings.AfterFunc), so tests
+// drive it by hand.
+//
+// # Cost
+//
+// Weir runs in Traefik's Yaegi interpreter, where every interpreted call costs a frame of
+// reflect values and every call into compiled code a reflect call (docs/yaegi.md). Events
+// are rare, so Emit is a method and favours clarity; still, a field whose key and value need
+// no change is copied in the line's loop after two calls into compiled code
+// (strings.ContainsAny), and only one that needs escaping goes through a function of its own
+// and is walked byte by byte. CountShed runs on the request path of every shed request, so it
+// is a function, not a method: a lock, a map update and an unlock, and a clock read and a
+// timer only for the first shed of a line. Under yaegi test (bench_test.go, on a busy
+// two-core machine), a breaker_opened line with its six fields cost 323 allocations (11.7 KB)
+// in logfmt and 357 (12.7 KB) in JSON, 65 to 200 µs; CountShed 22 allocations (728 bytes),
+// 2 to 4 µs. Compiled: 2 to 5 µs a line, 65 ns a shed.
+//
+// # Wiring
+//
+//	log, err := events.New(events.Settings{Format: format, Middleware: name, Sink: settings.Log})
+//	shed := events.NewSummary(log)
+//	...
+//	log.Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", "failure-ratio"),
+//		events.Float("ratio", ratio), events.Int("failures", failed), events.Int("requests", n),
+//		events.Dur("open_for", openFor))
+//	...
+//	events.CountShed(shed, "queue-full") // a request refused by the gate
+package events

@@ -1,0 +1,60 @@
+package events
+
+// The events, as their lines name them (event=). Each comment says when the engine emits it
+// and the fields it passes, in this order, after time, event and middleware. A field that
+// does not apply to one occurrence is left out, never written empty.
+const (
+	// BreakerOpened: an origin breaker opened on its own, a trip of a closed breaker or a
+	// failed probe.
+	// Fields: scope (Str, the breaker's scope key), reason (Str: "failure-ratio",
+	// "consecutive-failures" or "probe-failed"), ratio (Float, the window's failure ratio),
+	// failures and requests (Int, the results the window counted), open_for (Dur, the open
+	// period, jitter included). A failed probe passes scope, reason and open_for only.
+	BreakerOpened = "breaker_opened"
+	// BreakerHalfOpen: an open breaker's deadline passed and it let a probe through.
+	// Fields: scope (Str), open_for (Dur, how long it was open).
+	BreakerHalfOpen = "breaker_half_open"
+	// BreakerClosed: a probe succeeded and the breaker closed.
+	// Fields: scope (Str).
+	BreakerClosed = "breaker_closed"
+	// BreakerOpenedByHand: an operator opened a breaker.
+	// Fields: scope (Str), open_for (Dur).
+	BreakerOpenedByHand = "breaker_opened_by_hand"
+	// BreakerClosedByHand: an operator closed a breaker.
+	// Fields: scope (Str).
+	BreakerClosedByHand = "breaker_closed_by_hand"
+	// StoreBreakerOpened: the shared store's breaker opened; lookups go to the origin.
+	// Fields: failures (Int, the failures in a row that tripped it), open_for (Dur),
+	// error (Str, the last store error).
+	StoreBreakerOpened = "store_breaker_opened"
+	// StoreBreakerClosed: a probe of the shared store succeeded; lookups use it again.
+	// Fields: none.
+	StoreBreakerClosed = "store_breaker_closed"
+	// NearCacheLost: the shared store's invalidation tracking stopped; every lookup asks the
+	// shared store until it is back.
+	// Fields: error (Str).
+	NearCacheLost = "near_cache_lost"
+	// NearCacheBack: tracking is up again and the near cache in use.
+	// Fields: none.
+	NearCacheBack = "near_cache_back"
+	// MissRateAnomaly: a partition's misses turned into a flood (missrate.Anomaly), once per
+	// anomaly.
+	// Fields: partition (Str), requests and misses (Int), window (Dur), varying (Str, the
+	// query parameters that varied most, comma-separated; left out when none did),
+	// throttled (Bool).
+	MissRateAnomaly = "miss_rate_anomaly"
+	// ConfigApplied: a middleware's configuration took effect.
+	// Fields: reload (Bool, the middleware existed and was reconfigured), cache_kept (Bool,
+	// its stored entries were kept).
+	ConfigApplied = "config_applied"
+	// ConfigRejected: a configuration was refused; the middleware keeps what it had, or is
+	// not built.
+	// Fields: error (Str, naming the field and its value).
+	ConfigRejected = "config_rejected"
+	// Shed: requests refused by the origin gate or the detector, summed by a Summary, at
+	// most one line every ShedEvery.
+	// Fields: count (Int), interval (Dur, from the first shed the line counts to the line),
+	// reasons (Str, "reason:count" pairs by falling count, space-separated, e.g.
+	// "queue-full:12 miss-rate:3").
+	Shed = "shed"
+)
