@@ -138,6 +138,7 @@ func (c *Config) protections(s *core.Settings) error {
 	if s.AllowPurge, err = parseBool("cache.allowPurge", c.Cache.AllowPurge); err != nil {
 		return err
 	}
+	s.LogFormat = strings.TrimSpace(c.Log.Format)
 	s.AdminPath = strings.TrimSpace(c.Admin.Path)
 	s.AdminAccess.Token = strings.TrimSpace(c.Admin.Token)
 	if s.AdminAccess.Allow, err = admin.ParseAllow(c.Admin.Allow); err != nil {

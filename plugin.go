@@ -25,6 +25,7 @@ type Config struct {
 	MissRate MissRateConfig `json:"missRate,omitempty"`
 	Store    StoreConfig    `json:"store,omitempty"`
 	Admin    AdminConfig    `json:"admin,omitempty"`
+	Log      LogConfig      `json:"log,omitempty"`
 }
 
 // KeyConfig says how requests map to cache keys.
@@ -154,6 +155,14 @@ type AdminConfig struct {
 	Allow []string `json:"allow,omitempty"`
 }
 
+// LogConfig shapes Weir's event lines: a breaker opening or closing, the store breaker, the
+// near cache, a miss-rate anomaly, a configuration applied or rejected, and shed requests
+// summed once a second. Never one line per request.
+type LogConfig struct {
+	// Format is "logfmt" (the default) or "json".
+	Format string `json:"format,omitempty"`
+}
+
 // CreateConfig returns the configuration Traefik decodes the operator's values onto.
 func CreateConfig() *Config {
 	return &Config{}
@@ -164,12 +173,14 @@ func CreateConfig() *Config {
 func New(ctx context.Context, next http.Handler, config *Config, name string) (http.Handler, error) {
 	s, err := config.settings()
 	if err != nil {
+		core.ConfigRejected(name, config.Log.Format, err)
 		return nil, err
 	}
 	// Not `return core.New(...)`: Yaegi v0.16.1 loses the error when a call's results are
 	// returned through an interface-typed result (docs/yaegi.md).
 	h, err := core.New(name, s, next)
 	if err != nil {
+		core.ConfigRejected(name, config.Log.Format, err)
 		return nil, err
 	}
 	return h, nil

@@ -214,8 +214,7 @@ func (o operator) storeView() admin.Store {
 }
 
 func (o operator) OpenBreaker(key string, d time.Duration) error {
-	b := o.e.breakers.Get(key, o.e.now())
-	b.ForceOpen(o.e.now(), d)
+	openBreaker(o.e, o.e.breakers.Get(key, o.e.now()), d)
 	return nil
 }
 

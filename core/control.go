@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/events"
 )
 
 // ErrNoEngine is returned by the operator controls for a middleware name that no
@@ -22,8 +23,16 @@ func OpenBreaker(name, host string, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	b.ForceOpen(e.now(), d)
+	openBreaker(e, b, d)
 	return nil
+}
+
+// openBreaker opens b by hand for d (zero: its openFor), restarting its clock.
+func openBreaker(e *engine, b *breaker.Breaker, d time.Duration) {
+	now := e.now()
+	b.ForceOpen(now, d)
+	e.events.current().Emit(events.BreakerOpenedByHand, events.Str("scope", b.Key()),
+		events.Dur("open_for", b.Status(now).OpenUntil.Sub(now)))
 }
 
 // CloseBreaker closes by hand the breaker that guards host's upstream in the middleware name
@@ -41,6 +50,7 @@ func CloseBreaker(name, host string) error {
 func closeBreaker(e *engine, key string) error {
 	b := e.breakers.Get(key, e.now())
 	b.ForceClose(e.now())
+	e.events.current().Emit(events.BreakerClosedByHand, events.Str("scope", key))
 	if st, _ := e.breakerSync.current(); st != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), e.storeTimeout)
 		defer cancel()

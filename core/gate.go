@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -185,13 +186,17 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.E
 	now := h.s.Now()
 	switch {
 	case f.open > 0:
+		events.CountShed(h.e.events.summary(), "circuit-open")
 		h.heldBack(w, r, stale, cacheStatus, "circuit-open", f.open)
 	case f.throttled > 0:
+		events.CountShed(h.e.events.summary(), "miss-rate")
 		h.heldBack(w, r, stale, cacheStatus, "miss-rate", f.throttled)
 	case errors.Is(f.shed, limit.ErrContextDone):
 	case stale != nil && now.Before(stale.StaleIfErrorUntil):
+		events.CountShed(h.e.events.summary(), limit.Detail(f.shed))
 		h.write(w, r, &answer{ent: stale, hit: true, detail: limit.Detail(f.shed)})
 	default:
+		events.CountShed(h.e.events.summary(), limit.Detail(f.shed))
 		h.write(w, r, unavailable(cacheStatus, limit.Detail(f.shed), h.queueWait))
 	}
 }

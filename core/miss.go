@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"text/template"
 	"time"
 
@@ -363,6 +362,5 @@ func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.En
 // reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).
 func (h *Handler) reportAnomaly(a *missrate.Anomaly) {
 	h.e.anomalies.add(*a)
-	h.s.Log(fmt.Sprintf("warning: miss_rate_anomaly middleware=%s partition=%s requests=%d misses=%d window=%s varying=%s throttled=%t",
-		h.e.name, a.Partition, a.Requests, a.Misses, a.Window, strings.Join(a.Varying, ","), a.Throttled))
+	anomalyEvent(h.e.events.current(), a)
 }

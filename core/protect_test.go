@@ -61,12 +61,13 @@ func protectAnswer(n int, w http.ResponseWriter, r *http.Request) {
 }
 
 // protectSettings are default settings on clock, with the breaker's jitter at its middle
-// (open periods exactly OpenFor, then doubled) and logs collected in logs.
+// (open periods exactly OpenFor, then doubled) and log and event lines collected in logs.
 func protectSettings(clock *fakeClock, logs *testLog) Settings {
 	return Settings{
 		Now:     clock.Now,
 		Breaker: breaker.Settings{Rand: func() float64 { return 0.5 }},
 		Log:     func(msg string) { logs.add(msg) },
+		Events:  func(line string) { logs.add(line) },
 	}
 }
 

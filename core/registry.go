@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/flight"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/missrate"
@@ -40,7 +41,11 @@ type engine struct {
 	missConf    string
 	// anomalies keeps the recent miss-rate anomalies for the admin, across reloads.
 	anomalies *anomalyLog
-	log       func(msg string)
+	// events is the event log, across reloads; conf names every setting, so that a reload
+	// that changes none writes no config_applied line.
+	events *eventLog
+	conf   string
+	log    func(msg string)
 	// now, breakerScope and storeTimeout serve the operator controls (control.go).
 	now          func() time.Time
 	breakerScope string
@@ -88,11 +93,16 @@ func engineFor(name string, s Settings) (*engine, error) {
 		negConf:     fmt.Sprintf("%+v", s.Negative),
 		missConf:    fmt.Sprintf("%+v", s.MissRate),
 	}
+	e.events = old.events
+	if e.events == nil {
+		e.events = &eventLog{}
+	}
+	e.events.configure(name, s)
 	var err error
 	if old.store != nil && old.fingerprint == e.fingerprint {
 		e.store, e.mem, e.hot, e.closer = old.store, old.mem, old.hot, old.closer
 	} else {
-		if e.store, e.mem, e.hot, err = newStore(name, s); err != nil {
+		if e.store, e.mem, e.hot, err = newStore(name, s, e.events); err != nil {
 			return nil, err
 		}
 		if c, ok := e.store.(interface{ Close() error }); ok {
@@ -155,6 +165,13 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s", e.fingerprint+e.breakerConf+e.negConf+e.missConf,
+		s.Limiter, s.AdminPath, s.LogFormat)
 	registry.engines[name] = e
+	if e.conf != old.conf {
+		// Once per change, not once per router that the change rebuilds.
+		e.events.current().Emit(events.ConfigApplied, events.Bool("reload", old.name != ""),
+			events.Bool("cache_kept", old.store != nil && e.store == old.store))
+	}
 	return e, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/neg"
@@ -100,6 +101,12 @@ type Settings struct {
 	// empties this engine's cache.
 	StoreID string
 
+	// LogFormat is log.format, the format of event lines: "logfmt" or "json". Empty: logfmt.
+	LogFormat string
+	// Events receives each event line (core/events). Nil: standard error, each line as it
+	// is (it carries its own time).
+	Events func(line string)
+
 	// Now reads the clock. Nil: time.Now.
 	Now func() time.Time
 	// Log writes one log line. Nil: standard error with a "weir: " prefix.
@@ -148,6 +155,9 @@ func (s Settings) withDefaults() Settings {
 	if s.Now == nil {
 		s.Now = time.Now
 	}
+	if s.Events == nil {
+		s.Events = stderrLine
+	}
 	if s.Log == nil {
 		// A closure, not the method value logger.Print: Yaegi v0.16.1 cannot store a method
 		// value of a compiled pointer type in a func variable.
@@ -186,6 +196,9 @@ func (s Settings) validate() error {
 	}
 	if err := s.Limiter.Validate(); err != nil {
 		return fmt.Errorf("%w: limiter.%v", ErrSettings, err)
+	}
+	if _, err := events.ParseFormat(s.LogFormat); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if err := s.validateAdmin(); err != nil {
 		return err

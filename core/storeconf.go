@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 
+	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/redisstore"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -13,7 +14,7 @@ import (
 //
 // mem is the store when it is process memory. hot is what the hit path may read without
 // going through the store: mem, or the shared store's near tier (nil when there is none).
-func newStore(name string, s Settings) (st store.Store, mem, hot *store.Memory, err error) {
+func newStore(name string, s Settings, ev *eventLog) (st store.Store, mem, hot *store.Memory, err error) {
 	if s.Store != nil {
 		return s.Store, nil, nil, nil
 	}
@@ -32,13 +33,13 @@ func newStore(name string, s Settings) (st store.Store, mem, hot *store.Memory, 
 		MaxEntrySize: int(s.MaxEntrySize),
 		Now:          s.Now,
 		NearMaxSize:  nearSize,
-		// Logged once per change of state, from the tracking goroutine.
+		// Once per change of state, from the tracking goroutine.
 		OnNearChange: func(live bool, err error) {
 			if live {
-				log(fmt.Sprintf("middleware %s: near cache in use: the shared store pushes invalidations", name))
+				ev.current().Emit(events.NearCacheBack)
 				return
 			}
-			log(fmt.Sprintf("middleware %s: near cache off, every lookup asks the shared store: %v", name, err))
+			ev.current().Emit(events.NearCacheLost, events.Str("error", errText(err)))
 		},
 		// Logged once per invalid entry read, which is then deleted.
 		OnInvalid: func(key string, err error) {
@@ -51,16 +52,24 @@ func newStore(name string, s Settings) (st store.Store, mem, hot *store.Memory, 
 	guard := store.NewGuard(rs, store.GuardSettings{
 		Timeout: s.StoreTimeout,
 		Now:     s.Now,
-		// Logged once per state change, never per request.
+		// Once per state change, never per request.
 		OnStateChange: func(open bool, err error) {
 			if open {
-				log(fmt.Sprintf("middleware %s: shared store unavailable, serving from the origin: %v", name, err))
+				ev.current().Emit(events.StoreBreakerOpened, events.Str("error", errText(err)))
 				return
 			}
-			log(fmt.Sprintf("middleware %s: shared store available again", name))
+			ev.current().Emit(events.StoreBreakerClosed)
 		},
 	})
 	return closingGuard{guard, rs}, nil, rs.Near(), nil
+}
+
+// errText is an event's error field: empty for none.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // closingGuard is the guard with its store's Close, so a reload that moves to another store

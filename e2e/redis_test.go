@@ -576,8 +576,8 @@ func TestRedisFaults(t *testing.T) {
 			took, tries := waitShared(t, a, b, "/fault/recover")
 			t.Logf("store shared again %v after the load (%d tries)", took.Round(time.Millisecond), tries)
 			for i, tr := range []*Traefik{a, b} {
-				logged := strings.Count(tr.LogTail(1000), "shared store unavailable")
-				t.Logf("traefik %c logged \"shared store unavailable\" %d times", 'A'+i, logged)
+				logged := strings.Count(tr.LogTail(1000), "event=store_breaker_opened")
+				t.Logf("traefik %c logged store_breaker_opened %d times", 'A'+i, logged)
 			}
 		})
 	}
