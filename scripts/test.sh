@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of Weir: static checks, unit tests compiled with -race and interpreted by
-# Yaegi v0.16.1, and the end-to-end tests through a real Traefik v3.6.12.
+# Yaegi v0.16.1, the compiled-only tests of testmod/, and the end-to-end tests through a real
+# Traefik v3.6.12.
 # Needs Go and redis-server on PATH (.ci/run installs it); builds Traefik once (cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,10 @@ go test -race -count=1 $(go list ./... | grep -v /e2e)
 
 step "yaegi test (interpreted, as in Traefik)"
 scripts/yaegi-test.sh
+
+step "compiled-only tests (testmod/, a module of its own that Traefik never loads)"
+# -mod=mod: testmod is not vendored; it resolves its modules from its own go.sum.
+(cd testmod && GOFLAGS=-mod=mod go vet ./... && GOFLAGS=-mod=mod go test -count=1 ./...)
 
 step "end to end through Traefik v3.6.12"
 WEIR_TRAEFIK=${WEIR_TRAEFIK:-$(scripts/build-traefik.sh)}

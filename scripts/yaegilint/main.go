@@ -77,6 +77,10 @@ func check(f *ast.File, report func(token.Pos, string, ...interface{})) {
 				report(n.Pos(), "type parameters: Yaegi v0.16.1 panics on generic code")
 			}
 
+		case *ast.GenDecl:
+			if n.Tok == token.CONST {
+				checkConst(n, report)
+			}
 		case *ast.TypeSpec:
 			if n.TypeParams != nil {
 				report(n.Pos(), "type parameters: Yaegi v0.16.1 panics on generic types")
@@ -136,6 +140,37 @@ func checkAssign(n *ast.AssignStmt, report func(token.Pos, string, ...interface{
 	if nils > 1 {
 		report(n.Pos(), "parallel assignment of nil values: Yaegi v0.16.1 panics (reflect: New(nil)); write one assignment per variable")
 	}
+}
+
+// checkConst flags constants declared with a type of the package's own and a value computed
+// by an operator (`KindGauge Kind = iota + 1`, `Max Size = 2 << 10`): Yaegi v0.16.1 gives
+// such a constant the underlying type, and == then finds it unequal to every value of the
+// named type, itself included. The implicit repetitions of such a spec share its flaw and its
+// report. A conversion (Kind(2) + 3), a literal (Kind = 1), a bare iota, a predeclared
+// type and another package's type (time.Duration) are fine.
+func checkConst(n *ast.GenDecl, report func(token.Pos, string, ...interface{})) {
+	for _, s := range n.Specs {
+		vs, ok := s.(*ast.ValueSpec)
+		if !ok {
+			continue
+		}
+		typ, ok := vs.Type.(*ast.Ident)
+		if !ok || predeclared[typ.Name] {
+			continue
+		}
+		for _, v := range vs.Values {
+			if _, ok := unparen(v).(*ast.BinaryExpr); ok {
+				report(v.Pos(), "a constant of type %s computed by an operator: Yaegi v0.16.1 compares it unequal to every %s, itself included; write each value out as a literal", typ.Name, typ.Name)
+			}
+		}
+	}
+}
+
+// predeclared are the types Go declares, which constants computed by an operator may have.
+var predeclared = map[string]bool{
+	"bool": true, "byte": true, "complex64": true, "complex128": true, "float32": true, "float64": true,
+	"int": true, "int8": true, "int16": true, "int32": true, "int64": true, "rune": true, "string": true,
+	"uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true, "uintptr": true,
 }
 
 // isAbortPanic tells whether call is panic(http.ErrAbortHandler).
