@@ -240,8 +240,7 @@ func (o operator) Purge(ctx context.Context, p admin.Purge) (int, error) {
 }
 
 func (o operator) WriteMetrics(w io.Writer) error {
-	_, err := io.WriteString(w, "")
-	return err
+	return writeMetrics(o.e, w)
 }
 
 // anomalyLog keeps the engine's recent miss-rate anomalies for the admin.

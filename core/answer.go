@@ -48,6 +48,9 @@ type answer struct {
 
 // write writes a.
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, a *answer) {
+	if o := outcomeOf(a, h.s.Now()); o >= 0 {
+		count(h.e.metrics.outcomes, o)
+	}
 	hdr := w.Header()
 	if a.retryAfter > 0 {
 		hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(a.retryAfter), 10)}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/core/metrics"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -105,6 +106,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	reqTime := h.s.Now()
 	serveOrigin(h.next, rec, req)
 	respTime := h.s.Now()
+	metrics.ObserveDuration(h.e.metrics.origin, respTime.Sub(reqTime))
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/core/metrics"
 )
 
 // serveOther passes requests of other methods to the origin. A non-error answer to an
@@ -31,9 +33,12 @@ func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
 	}
 	// Deferred: a panic in the next handler must not keep the slot (FR-LIM-1).
 	defer leave(h, t, 0)
+	atomic.AddInt64(h.passes, 1)
 	w.Header()["Cache-Status"] = []string{statusMethod}
 	sw := &statusWriter{w: w, h: h, r: r, unsafe: unsafeMethod(r.Method)}
+	began := h.s.Now()
 	h.next.ServeHTTP(sw, r)
+	metrics.ObserveDuration(h.e.metrics.origin, h.s.Now().Sub(began))
 	if sw.status == 0 {
 		// A handler that returns without writing has answered 200 (net/http's rule).
 		sw.WriteHeader(http.StatusOK)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"text/template"
 	"time"
 
@@ -175,6 +176,7 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 		if res.truncated {
 			abortAnswer()
 		}
+		count(h.e.metrics.outcomes, outcomeMiss)
 		return
 	}
 	res, err := flightResult(c)
@@ -276,6 +278,7 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 		h.flightFailed(w, r, key, stale, cacheStatus, err)
 		return
 	}
+	atomic.AddInt64(&h.e.metrics.coalesced.N, 1)
 	if res.entry != nil && res.varKey != "" && httpcache.VariantKey(key, res.entry.Vary, r) != res.varKey {
 		// The leader's answer is another variant: look up once more, then fetch alone.
 		h.retry(w, r, key)
@@ -362,5 +365,6 @@ func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.En
 // reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).
 func (h *Handler) reportAnomaly(a *missrate.Anomaly) {
 	h.e.anomalies.add(*a)
+	atomic.AddInt64(&h.e.metrics.anomalies.N, 1)
 	anomalyEvent(h.e.events.current(), a)
 }

@@ -41,6 +41,8 @@ type engine struct {
 	missConf    string
 	// anomalies keeps the recent miss-rate anomalies for the admin, across reloads.
 	anomalies *anomalyLog
+	// metrics are the engine's metrics, across reloads.
+	metrics *engineMetrics
 	// events is the event log, across reloads; conf names every setting, so that a reload
 	// that changes none writes no config_applied line.
 	events *eventLog
@@ -79,6 +81,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if old == nil {
 		old = &engine{}
 	}
+	var err error
 	e := &engine{
 		name: name,
 		log:  s.Log,
@@ -93,12 +96,17 @@ func engineFor(name string, s Settings) (*engine, error) {
 		negConf:     fmt.Sprintf("%+v", s.Negative),
 		missConf:    fmt.Sprintf("%+v", s.MissRate),
 	}
+	e.metrics = old.metrics
+	if e.metrics == nil {
+		if e.metrics, err = newEngineMetrics(name); err != nil {
+			return nil, err
+		}
+	}
 	e.events = old.events
 	if e.events == nil {
 		e.events = &eventLog{}
 	}
 	e.events.configure(name, s)
-	var err error
 	if old.store != nil && old.fingerprint == e.fingerprint {
 		e.store, e.mem, e.hot, e.closer = old.store, old.mem, old.hot, old.closer
 	} else {

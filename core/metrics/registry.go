@@ -238,13 +238,15 @@ func (r *Registry) add(f *family, written []string) error {
 	for _, n := range written {
 		r.taken[n] = true
 	}
-	i := len(r.families)
-	for i > 0 && r.families[i-1].name > f.name {
-		i--
+	// Appended, then moved into place: `append(r.families, nil)` panics under Yaegi v0.16.1
+	// when another package's code calls this (an untyped nil is not assignable to the
+	// interpreted pointer type; docs/yaegi.md).
+	r.families = append(r.families, f)
+	for i := len(r.families) - 1; i > 0 && r.families[i-1].name > f.name; i-- {
+		prev := r.families[i-1]
+		r.families[i-1] = f
+		r.families[i] = prev
 	}
-	r.families = append(r.families, nil)
-	copy(r.families[i+1:], r.families[i:])
-	r.families[i] = f
 	return nil
 }
 

@@ -37,6 +37,8 @@ type Memory struct {
 	head  *memItem // most recently added or given a second chance
 	tail  *memItem // next under the eviction hand
 	size  int64
+	// evictions counts the entries evicted to stay within maxSize.
+	evictions int64
 }
 
 type memItem struct {
@@ -159,6 +161,14 @@ func (m *Memory) DeleteFunc(match func(key string) bool) int {
 	return n
 }
 
+// Evictions reports how many entries were evicted to stay within the byte budget.
+func (m *Memory) Evictions() int64 {
+	m.mu.Lock()
+	n := m.evictions
+	m.mu.Unlock()
+	return n
+}
+
 // Len reports the number of entries and the bytes they take.
 func (m *Memory) Len() (entries int, bytes int64) {
 	m.mu.Lock()
@@ -178,6 +188,7 @@ func (m *Memory) evictOne(keep *memItem) {
 		it := m.tail
 		if !it.used && it != keep {
 			m.remove(it)
+			m.evictions++
 			return
 		}
 		it.used = false

@@ -1,0 +1,255 @@
+package core
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/core/metrics"
+)
+
+// The outcomes of weir_requests_total, as indexes of engineMetrics.outcomes.
+const (
+	outcomeHit = iota
+	outcomeStale
+	outcomeMiss
+	outcomePass
+	outcomeNegative
+	outcomeShed
+	outcomeError
+)
+
+var outcomeNames = []string{"hit", "stale", "miss", "pass", "negative", "shed", "error"}
+
+// shedReasons are the reasons of weir_shed_total: every detail a refused request's
+// Cache-Status carries (refused), the last one for any other.
+var shedReasons = []string{"circuit-open", "miss-rate", "queue-full", "partition-queue-full", "queue-wait", "background-busy", "other"}
+
+// engineMetrics are one middleware's metrics (ARCHITECTURE.md, "Metrics"). They outlive
+// reloads, as counters must: a reload that reset them would read as a counter reset.
+// Counters on the request path are added to with atomic.AddInt64 written out at the call
+// (core/metrics: a third of a call to metrics.Inc under Yaegi); what the mechanisms hold is
+// read when the metrics are written, by collect functions.
+type engineMetrics struct {
+	reg            *metrics.Registry
+	outcomes       []*metrics.Counter
+	shed           []*metrics.Counter
+	coalesced      *metrics.Counter
+	shortCircuited *metrics.Counter
+	anomalies      *metrics.Counter
+	origin         *metrics.Histogram
+	store          *metrics.Histogram
+}
+
+// newEngineMetrics registers the families of the middleware name; the collect functions
+// read whatever engine the registry holds for name when the metrics are written.
+func newEngineMetrics(name string) (*engineMetrics, error) {
+	m := &engineMetrics{reg: &metrics.Registry{}}
+	r := m.reg
+	var err error
+	one := func(values []string) [][]string {
+		out := make([][]string, len(values))
+		for i, v := range values {
+			out[i] = []string{v}
+		}
+		return out
+	}
+	if m.outcomes, err = r.CounterFamily("weir_requests_total", "Requests answered, by what Weir did: hit, stale, miss (fetched), pass (passed through), negative, shed (refused by a protection), error (502 of Weir's).",
+		[]string{"outcome"}, one(outcomeNames)); err != nil {
+		return nil, err
+	}
+	if m.shed, err = r.CounterFamily("weir_shed_total", "Requests kept from the origin by a protection, by the reason their Cache-Status names.",
+		[]string{"reason"}, one(shedReasons)); err != nil {
+		return nil, err
+	}
+	if m.coalesced, err = r.Counter("weir_coalesced_total", "Requests answered by another request's origin fetch (followers of a flight)."); err != nil {
+		return nil, err
+	}
+	if m.shortCircuited, err = r.Counter("weir_breaker_short_circuited_total", "Requests an open breaker kept from the origin."); err != nil {
+		return nil, err
+	}
+	if m.anomalies, err = r.Counter("weir_missrate_anomalies_total", "Partitions the miss-rate detector found anomalous."); err != nil {
+		return nil, err
+	}
+	if m.origin, err = r.Histogram("weir_origin_duration_seconds", "Time the origin took to answer the cache's fetches and unsafe methods.", metrics.DurationBuckets()); err != nil {
+		return nil, err
+	}
+	if m.store, err = r.Histogram("weir_store_duration_seconds", "Time a lookup in the shared store took.", metrics.DurationBuckets()); err != nil {
+		return nil, err
+	}
+	current := func() *engine {
+		registry.mu.Lock()
+		e := registry.engines[name]
+		registry.mu.Unlock()
+		return e
+	}
+	collected := []metrics.Collected{
+		{Name: "weir_origin_in_flight", Help: "Origin fetches holding a limiter slot, by pool (fetch, upload).", Kind: metrics.KindGauge,
+			Labels: []string{"pool"}, Collect: func() []metrics.Sample { return poolSamples(current(), false) }},
+		{Name: "weir_origin_queued", Help: "Requests waiting for a limiter slot, by pool.", Kind: metrics.KindGauge,
+			Labels: []string{"pool"}, Collect: func() []metrics.Sample { return poolSamples(current(), true) }},
+		{Name: "weir_breaker_state", Help: "Each breaker's state by scope key: 0 closed, 1 open, 2 half-open.", Kind: metrics.KindGauge,
+			Labels: []string{"scope"}, Collect: func() []metrics.Sample { return breakerSamples(current(), breakerState) }},
+		{Name: "weir_breaker_trips_total", Help: "Times each breaker opened on its own (trips and failed probes).", Kind: metrics.KindCounter,
+			Labels: []string{"scope"}, Collect: func() []metrics.Sample { return breakerSamples(current(), breakerTrips) }},
+		{Name: "weir_breaker_failure_ratio", Help: "Each breaker's share of failed origin fetches over its window.", Kind: metrics.KindGauge,
+			Labels: []string{"scope"}, Collect: func() []metrics.Sample { return breakerSamples(current(), breakerRatio) }},
+		{Name: "weir_store_breaker_open", Help: "1 while the shared store's breaker is open and lookups go to the origin.", Kind: metrics.KindGauge,
+			Collect: func() []metrics.Sample { return storeSamples(current(), false) }},
+		{Name: "weir_near_cache_live", Help: "1 while the shared store pushes invalidations and the near cache serves; 0 while tracking is lost.", Kind: metrics.KindGauge,
+			Collect: func() []metrics.Sample { return storeSamples(current(), true) }},
+		{Name: "weir_cache_entries", Help: "Entries held in this process (the memory store, or the near cache).", Kind: metrics.KindGauge,
+			Collect: func() []metrics.Sample { return memorySamples(current(), memEntries) }},
+		{Name: "weir_cache_bytes", Help: "Bytes held in this process by stored entries, within cache.maxSize.", Kind: metrics.KindGauge,
+			Collect: func() []metrics.Sample { return memorySamples(current(), memBytes) }},
+		{Name: "weir_cache_evictions_total", Help: "Entries evicted to stay within cache.maxSize.", Kind: metrics.KindCounter,
+			Collect: func() []metrics.Sample { return memorySamples(current(), memEvictions) }},
+	}
+	for _, c := range collected {
+		if err := r.Collect(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// count adds one to the counter of index i.
+func count(cs []*metrics.Counter, i int) {
+	atomic.AddInt64(&cs[i].N, 1)
+}
+
+// countShed counts a request kept from the origin for reason, in the metrics and in the
+// shed line (core/events) alike.
+func countShed(e *engine, reason string) {
+	i := len(shedReasons) - 1
+	for j, r := range shedReasons {
+		if r == reason {
+			i = j
+			break
+		}
+	}
+	count(e.metrics.shed, i)
+}
+
+// outcomeOf is the outcome of an answer write writes at now.
+func outcomeOf(a *answer, now time.Time) int {
+	switch {
+	case a.ent != nil && a.hit && now.Before(a.ent.FreshUntil):
+		return outcomeHit
+	case a.ent != nil && a.hit:
+		return outcomeStale
+	case a.ent != nil || a.header != nil:
+		return outcomeMiss
+	case a.detail == "negative":
+		return outcomeNegative
+	case a.status == 503 && a.retryAfter > 0 && a.detail != "purge-failed":
+		return outcomeShed
+	case a.status >= 500:
+		return outcomeError
+	}
+	return -1
+}
+
+func poolSamples(e *engine, queued bool) []metrics.Sample {
+	if e == nil {
+		return nil
+	}
+	st := e.limiter.Stats()
+	pick := func(p limit.PoolStats) float64 {
+		if queued {
+			return float64(p.Queued)
+		}
+		return float64(p.InFlight)
+	}
+	return []metrics.Sample{
+		{Values: []string{"fetch"}, Value: pick(st.Fetch)},
+		{Values: []string{"upload"}, Value: pick(st.Upload)},
+	}
+}
+
+// What breakerSamples reads of each breaker.
+const (
+	breakerState = iota
+	breakerTrips
+	breakerRatio
+)
+
+func breakerSamples(e *engine, what int) []metrics.Sample {
+	if e == nil {
+		return nil
+	}
+	var out []metrics.Sample
+	for _, b := range e.breakers.Snapshot(e.now()) {
+		v := 0.0
+		switch what {
+		case breakerState:
+			v = float64(b.State)
+		case breakerTrips:
+			v = float64(b.Trips)
+		case breakerRatio:
+			if n := b.OK + b.Failures; n > 0 {
+				v = float64(b.Failures) / float64(n)
+			}
+		}
+		out = append(out, metrics.Sample{Values: []string{scopeLabel(b.Key)}, Value: v})
+	}
+	return out
+}
+
+// scopeLabel is a scope key as a label value: the engine scope's key is empty.
+func scopeLabel(key string) string {
+	if key == breaker.ScopeKey(breaker.ScopeEngine, "") {
+		return "engine"
+	}
+	return key
+}
+
+func storeSamples(e *engine, near bool) []metrics.Sample {
+	if e == nil {
+		return nil
+	}
+	r, ok := e.store.(remoteState)
+	if !ok {
+		return nil
+	}
+	v := 0.0
+	if near && e.hot != nil && r.nearLive() {
+		v = 1
+	}
+	if !near && r.breakerOpen() {
+		v = 1
+	}
+	return []metrics.Sample{{Value: v}}
+}
+
+// What memorySamples reads of the store in process memory.
+const (
+	memEntries = iota
+	memBytes
+	memEvictions
+)
+
+func memorySamples(e *engine, what int) []metrics.Sample {
+	if e == nil || e.hot == nil {
+		return nil
+	}
+	n, b := e.hot.Len()
+	v := float64(n)
+	switch what {
+	case memBytes:
+		v = float64(b)
+	case memEvictions:
+		v = float64(e.hot.Evictions())
+	}
+	return []metrics.Sample{{Value: v}}
+}
+
+// writeMetrics writes e's metrics, in the text format.
+func writeMetrics(e *engine, w interface{ Write([]byte) (int, error) }) error {
+	if err := e.metrics.reg.WriteText(w); err != nil {
+		return fmt.Errorf("metrics of %s: %w", e.name, err)
+	}
+	return nil
+}
