@@ -64,7 +64,19 @@ func ExampleNotModified() {
 	// Output: true
 }
 
+// Fastly's Surrogate-Key and Cloudflare's Cache-Tag name an answer's tags, which a purge
+// of one of them drops the answer by.
+func ExampleTags() {
+	h := http.Header{"Surrogate-Key": {"product-42 products"}, "Cache-Tag": {"products, home"}}
+	fmt.Printf("%q\n", httpcache.Tags(h))
+	// Output: ["product-42" "products" "home"]
+}
+
 func TestExamplesAsserted(t *testing.T) {
+	if got := fmt.Sprintf("%q", httpcache.Tags(http.Header{"Surrogate-Key": {"product-42 products"}, "Cache-Tag": {"products, home"}})); got != `["product-42" "products" "home"]` {
+		t.Errorf("Tags = %s, want [\"product-42\" \"products\" \"home\"]", got)
+	}
+
 	cc := httpcache.ParseCacheControl([]string{"max-age=60, stale-while-revalidate=30", `private="Set-Cookie"`})
 	if cc.MaxAge != 60 || cc.StaleWhileRevalidate != 30 || !cc.Private || cc.SMaxAge != -1 {
 		t.Errorf("ParseCacheControl = %+v, want max-age 60, stale-while-revalidate 30, private, no s-maxage", cc)

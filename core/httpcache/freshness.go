@@ -121,8 +121,9 @@ type Policy struct {
 
 // NewEntry builds the entry for an answer received at respTime to a request sent at reqTime,
 // computing its age and freshness as RFC 9111 sections 4.2.1 and 4.2.3 say, with the header
-// to store (hop-by-hop fields and the fields meant for Weir alone removed) and, for an answer
-// that varies, its Vary names. The entry is not prepared for the hit path (Entry.Prepare).
+// to store (hop-by-hop fields and the fields meant for Weir alone removed), for an answer
+// that varies, its Vary names, and the answer's tags (Tags). The entry is not prepared for
+// the hit path (Entry.Prepare).
 func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives, reqTime, respTime time.Time) *store.Entry {
 	date := respTime
 	if d, err := http.ParseTime(h.Get("Date")); err == nil {
@@ -190,6 +191,7 @@ func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives,
 	if names, _ := parseVary(h["Vary"]); len(names) > 0 {
 		e.Vary = names
 	}
+	e.Tags = Tags(h)
 	return e
 }
 

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/weirproxy/weir/core/store"
 )
 
 // The parsers read what clients and origins send: whatever the input, they must not panic
@@ -315,4 +318,53 @@ func shuffleParams(q string, seed int64) string {
 		byName[n] = byName[n][1:]
 	}
 	return strings.Join(out, "&")
+}
+
+var tagSeeds = [][2]string{
+	{"", ""}, {"a b", "c,d"}, {" \ta  a\t", " a , ,b"}, {"a,b", "a b"}, {"\x00 \x7f \xff", "\r\n,\t"},
+	{strings.Repeat("k ", 100), strings.Repeat("k,", 100)}, {strings.Repeat("x", 300), "caf\xc3\xa9"},
+}
+
+func FuzzTags(f *testing.F) {
+	for _, s := range tagSeeds {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(checkTagsProps)
+}
+
+func TestTagsSeeds(t *testing.T) {
+	for _, s := range tagSeeds {
+		checkTagsProps(t, s[0], s[1])
+	}
+}
+
+// checkTagsProps holds Tags' properties: at most store.MaxTags tags, each valid (so that
+// the codec takes the entry), none twice, each found in one of the fields as a whole member.
+func checkTagsProps(t *testing.T, keys, tags string) {
+	got := Tags(http.Header{"Surrogate-Key": {keys}, "Cache-Tag": {tags}})
+	if len(got) > store.MaxTags {
+		t.Fatalf("Tags(%q, %q): %d tags, over %d", keys, tags, len(got), store.MaxTags)
+	}
+	seen := map[string]bool{}
+	for _, tag := range got {
+		if !store.ValidTag(tag) {
+			t.Fatalf("Tags(%q, %q): invalid tag %q", keys, tags, tag)
+		}
+		if seen[tag] {
+			t.Fatalf("Tags(%q, %q): %q twice", keys, tags, tag)
+		}
+		seen[tag] = true
+		inKeys := strings.Contains(" "+strings.ReplaceAll(keys, "\t", " ")+" ", " "+tag+" ")
+		inTags := false
+		for _, m := range strings.Split(tags, ",") {
+			inTags = inTags || strings.Trim(m, " \t") == tag
+		}
+		if !inKeys && !inTags {
+			t.Fatalf("Tags(%q, %q): %q is no member of either field", keys, tags, tag)
+		}
+	}
+	e := &store.Entry{Status: 200, Born: time.Unix(1, 0), FreshUntil: time.Unix(1, 0), KeepUntil: time.Unix(1, 0), Tags: got}
+	if _, err := store.Decode(store.Encode(e)); err != nil {
+		t.Fatalf("Tags(%q, %q) = %q: the codec refuses them: %v", keys, tags, got, err)
+	}
 }

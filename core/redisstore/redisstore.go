@@ -6,7 +6,8 @@
 // redigo carries patches (patches/redigo-yaegi.patch) so that it loads and pools
 // connections interpreted, and replies are read so that they mean the same compiled and
 // interpreted (statusReply). Entries are stored in store.Encode's binary form under
-// KeyPrefix+key, with a time to live that ends at the entry's KeepUntil.
+// KeyPrefix+key, with a time to live that ends at the entry's KeepUntil, and indexed by tag
+// and primary key for purges (purge.go).
 //
 // A Store reports a slow or absent server as errors, promptly; wrap it in a store.Guard to
 // stop calling it while it keeps failing.
@@ -17,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,7 +168,9 @@ func (s *Store) unreadableEntry(ctx context.Context, key string, err error) {
 
 // Set implements store.Store: the entry expires in Redis at its KeepUntil, rounded up to the
 // millisecond. An entry already past KeepUntil is not stored. An entry whose encoded form is
-// over MaxEntrySize is refused with store.ErrTooLarge.
+// over MaxEntrySize is refused with store.ErrTooLarge. An entry with tags, or a variant, is
+// stored and indexed for purges in the same round trip (setIndexed, purge.go); any other
+// with a plain SET.
 func (s *Store) Set(ctx context.Context, key string, e *store.Entry) error {
 	ttl := e.KeepUntil.Sub(s.now())
 	if ttl <= 0 {
@@ -180,6 +184,12 @@ func (s *Store) Set(ctx context.Context, key string, e *store.Entry) error {
 		return store.ErrTooLarge
 	}
 	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	if len(e.Tags) > 0 || strings.IndexByte(key, 0) > 0 {
+		err := s.setIndexed(ctx, key, e.Tags, b, ms)
+		// As below.
+		s.nearDrop(key)
+		return err
+	}
 	reply, err := s.do(ctx, "SET", s.prefix+key, b, "PX", ms)
 	// Dropped at once rather than when the server's invalidation comes back: a request
 	// that follows this one must not be served the copy this entry replaces.
@@ -240,16 +250,28 @@ func (s *Store) Close() error {
 
 // do sends one command on a pooled connection. A connection that breaks (a server that
 // restarted breaks every idle one) empties the pool, and the command is sent once more on a
-// new connection: GET, SET and DEL may safely be repeated.
+// new connection: every command this store sends may safely be repeated (a purge batch sent
+// twice deletes the next batch too, see purge.go).
 func (s *Store) do(ctx context.Context, cmd string, args ...interface{}) (interface{}, error) {
-	reply, retry, err := s.doOnce(ctx, cmd, args)
+	reply, retry, err := s.doOnce(ctx, cmd, args, nil)
 	if retry {
-		reply, _, err = s.doOnce(ctx, cmd, args)
+		reply, _, err = s.doOnce(ctx, cmd, args, nil)
 	}
 	return reply, err
 }
 
-func (s *Store) doOnce(ctx context.Context, cmd string, args []interface{}) (reply interface{}, retry bool, err error) {
+// doThen is do for two commands sent in one round trip: cmd, then next (its name, then its
+// arguments). It returns next's reply, or the error of either (see doThen in reply.go).
+func (s *Store) doThen(ctx context.Context, cmd string, args []interface{}, next []interface{}) (interface{}, error) {
+	reply, retry, err := s.doOnce(ctx, cmd, args, next)
+	if retry {
+		reply, _, err = s.doOnce(ctx, cmd, args, next)
+	}
+	return reply, err
+}
+
+// doOnce sends cmd with args, and then next when it is not nil (doThen).
+func (s *Store) doOnce(ctx context.Context, cmd string, args []interface{}, next []interface{}) (reply interface{}, retry bool, err error) {
 	timeout, err := s.callTimeout(ctx)
 	if err != nil {
 		return nil, false, err
@@ -263,7 +285,11 @@ func (s *Store) doOnce(ctx context.Context, cmd string, args []interface{}) (rep
 		// A pool replaced (and closed) since it was loaded refuses; the new one may not.
 		return nil, s.pool.Load().(*redis.Pool) != p, err
 	}
-	reply, err = do(c, timeout, cmd, args...)
+	if next == nil {
+		reply, err = do(c, timeout, cmd, args...)
+	} else {
+		reply, err = doThen(c, timeout, cmd, args, next)
+	}
 	broken := c.Err() != nil
 	c.Close()
 	if !broken {

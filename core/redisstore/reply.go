@@ -12,6 +12,30 @@ func do(c redis.Conn, timeout time.Duration, cmd string, args ...interface{}) (i
 	return statusReply(redis.DoWithTimeout(c, timeout, cmd, args...))
 }
 
+// doThen sends cmd and then next (a command name, then its arguments) on c in one round
+// trip, and returns next's reply as do returns one, or the error reply to cmd if it failed.
+// Each reply is received on its own, through statusReply: redigo's Do, reading several, keeps
+// the first error reply as its error, which under Yaegi is the first status reply.
+func doThen(c redis.Conn, timeout time.Duration, cmd string, args []interface{}, next []interface{}) (interface{}, error) {
+	nextCmd, _ := next[0].(string)
+	if err := c.Send(cmd, args...); err != nil {
+		return nil, err
+	}
+	if err := c.Send(nextCmd, next[1:]...); err != nil {
+		return nil, err
+	}
+	if err := c.Flush(); err != nil {
+		return nil, err
+	}
+	// Both replies are read, whatever the first: the connection goes back to the pool.
+	_, err := statusReply(redis.ReceiveWithTimeout(c, timeout))
+	reply, nextErr := statusReply(redis.ReceiveWithTimeout(c, timeout))
+	if err != nil {
+		return nil, err
+	}
+	return reply, nextErr
+}
+
 // statusReply makes a status reply a reply, not an error, under Yaegi as compiled.
 //
 // redigo reads a "+OK" status line into the string "OK" and an "-ERR ..." line into
@@ -26,7 +50,8 @@ func do(c redis.Conn, timeout time.Duration, cmd string, args ...interface{}) (i
 // start with a code such as ERR, WRONGTYPE or NOAUTH followed by a message. So an error whose
 // text is exactly one of them is that status reply, whichever way the code runs; anything
 // else stays an error. For the same reason this package never type-asserts redis.Error, and
-// sends no command whose array reply can nest status or error replies (EXEC, pipelines).
+// sends no command whose array reply can nest status or error replies (EXEC, pipelines): the
+// scripts of purge.go return integers and bulk strings only.
 //
 // On an error reply redigo returns the redis.Error as the reply too; statusReply returns a
 // nil reply with any error.

@@ -18,9 +18,10 @@ import (
 // read is reported as an error, which a store turns into a miss; the answer is then fetched
 // and stored again in the current layout.
 //
-// Layout, version 1 (varint is encoding/binary's zig-zag form, uvarint the unsigned one):
+// Layout, versions 1 and 2 (varint is encoding/binary's zig-zag form, uvarint the unsigned
+// one):
 //
-//	byte     version (1)
+//	byte     version (1, or 2 for an entry with tags)
 //	byte     flags: 1 VaryIndex, 2 Body present (nil and empty bodies stay apart: HEAD), 4 Pass
 //	byte     which times follow: 1 Born, 2 FreshUntil, 4 StaleWhileRevalidateUntil,
 //	         8 StaleIfErrorUntil, 16 KeepUntil (a zero time is left out)
@@ -28,17 +29,27 @@ import (
 //	varint   each time present, as Unix nanoseconds, in the order above
 //	uvarint  header field count, then per field: name, value count, values
 //	uvarint  Vary count, then the names
+//	uvarint  version 2 only: tag count, then the tags in the entry's order
 //	uvarint  body length, then the body, which ends the input
 //
 // Strings are a uvarint length and the bytes. Header fields are written in sorted order so
 // that one Entry always encodes to the same bytes.
 //
+// Version 2 adds tags. An entry without tags is still written in version 1, byte for byte as
+// before tags: during a rolling upgrade the previous Weir, which knows only version 1, reads
+// every untagged entry, and takes a tagged one for a miss it leaves in place
+// (ErrUnknownVersion) rather than a broken entry it deletes.
+//
 // Times are Unix nanoseconds, which hold the years 1678 to 2261; Encode clamps a time
 // outside them to the nearest end. Decoded times are in the local zone and carry no
 // monotonic reading.
 
-// EncodingVersion is the layout Encode writes.
-const EncodingVersion = 1
+// EncodingVersion is the newest layout, which Encode writes for an entry with tags; an entry
+// without them is written in layout 1 (encodingUntagged).
+const EncodingVersion = 2
+
+// encodingUntagged is the layout of entries without tags: version 1, readable by every Weir.
+const encodingUntagged = 1
 
 const (
 	flagVaryIndex = 1
@@ -106,10 +117,16 @@ func Encode(e *Entry) []byte {
 	for _, v := range e.Vary {
 		n += 10 + len(v)
 	}
+	for _, t := range e.Tags {
+		n += 10 + len(t)
+	}
 	sort.Strings(names)
 
 	b := make([]byte, 3, n)
-	b[0] = EncodingVersion
+	b[0] = encodingUntagged
+	if len(e.Tags) > 0 {
+		b[0] = EncodingVersion
+	}
 	if e.Pass {
 		b[1] |= flagPass
 	}
@@ -157,6 +174,13 @@ func Encode(e *Entry) []byte {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
 	}
+	if len(e.Tags) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(e.Tags)))
+		for _, t := range e.Tags {
+			b = binary.AppendUvarint(b, uint64(len(t)))
+			b = append(b, t...)
+		}
+	}
 	b = binary.AppendUvarint(b, uint64(len(e.Body)))
 	return append(b, e.Body...)
 }
@@ -176,6 +200,9 @@ func Encode(e *Entry) []byte {
 //   - header field names and Vary names are tokens (RFC 9110 section 5.1), header values
 //     hold no CR, LF or NUL (section 5.5), and a Content-Length field, in any case, is one
 //     value, the body's length in decimal, as Weir writes it;
+//   - an answer carries at most MaxTags tags, each ValidTag (a tag listed twice is accepted:
+//     it costs the index nothing, and finding it would cost every decode); a mark and an
+//     index carry none;
 //   - Born, FreshUntil and KeepUntil are present, FreshUntil is not after KeepUntil, nor is a
 //     stale window's end, and an answer or mark is not fresh before it is born (a variant
 //     index's Born names its generation and may be later); every time is within what Encode
@@ -186,7 +213,7 @@ func Decode(b []byte) (*Entry, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("empty input: %w", ErrMalformed)
 	}
-	if b[0] != EncodingVersion {
+	if b[0] != encodingUntagged && b[0] != EncodingVersion {
 		return nil, fmt.Errorf("version %d: %w", b[0], ErrUnknownVersion)
 	}
 	if len(b) < 3 {
@@ -340,6 +367,36 @@ func Decode(b []byte) (*Entry, error) {
 		i += int(l)
 		if (e.Vary[j] == "" || strings.Trim(e.Vary[j], tokenChars) != "") && invalid == "" {
 			invalid = fmt.Sprintf("Vary name %.64q", e.Vary[j])
+		}
+	}
+
+	if b[0] == EncodingVersion {
+		// A tag takes at least two bytes (its length and one byte), like a header field.
+		nt, n := binary.Uvarint(b[i:])
+		if n <= 0 || nt > maxFields || 2*nt > uint64(len(b)-i-n) {
+			return nil, malformed("bad tag count", i)
+		}
+		i += n
+		if nt > 0 {
+			e.Tags = make([]string, nt)
+			if nt > MaxTags && invalid == "" {
+				invalid = fmt.Sprintf("%d tags, over %d", nt, MaxTags)
+			}
+			if !answer && invalid == "" {
+				invalid = "tags in an entry without an answer"
+			}
+		}
+		for j := range e.Tags {
+			l, n := binary.Uvarint(b[i:])
+			if n <= 0 || l > uint64(len(b)-i-n) {
+				return nil, malformed("bad tag", i)
+			}
+			i += n
+			e.Tags[j] = string(b[i : i+int(l)])
+			i += int(l)
+			if !ValidTag(e.Tags[j]) && invalid == "" {
+				invalid = fmt.Sprintf("tag %.64q", e.Tags[j])
+			}
 		}
 	}
 

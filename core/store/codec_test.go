@@ -51,6 +51,63 @@ func codecEntries() []struct {
 		{desc: "status 200", e: &Entry{Status: 200, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
 		{desc: "Unix epoch is not the zero time", e: &Entry{Status: 200, Born: time.Unix(0, 0), FreshUntil: time.Unix(0, 0), KeepUntil: time.Unix(0, 0)}},
 		{desc: "large body", e: &Entry{Status: 200, Body: bytes.Repeat([]byte("0123456789abcdef"), 1<<14), Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
+		{desc: "tagged answer", e: &Entry{
+			Status:     200,
+			Header:     http.Header{"Surrogate-Key": {"product-1 \tproducts"}, "Content-Length": {"2"}},
+			Body:       []byte("hi"),
+			Born:       codecBorn,
+			FreshUntil: codecBorn.Add(time.Minute),
+			KeepUntil:  codecBorn.Add(time.Hour),
+			Vary:       []string{"Accept"},
+			Tags:       []string{"product-1", "products", "caf\xc3\xa9", "a b", "\xff"},
+		}},
+		{desc: "most and longest tags", e: &Entry{Status: 200, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn, Tags: manyTags(MaxTags, MaxTagLen)}},
+	}
+}
+
+// manyTags returns n distinct tags of size bytes each.
+func manyTags(n, size int) []string {
+	tags := make([]string, n)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("%0*d", size, i)
+	}
+	return tags
+}
+
+// v1FullAnswer is codecEntries' "full answer" as Encode wrote it in layout 1, before entries
+// had tags: a Weir that reads tags must read it still, as it must read what the previous
+// version keeps writing during a rolling upgrade.
+const v1FullAnswer = "" +
+	"\x01\x02\x1f\x90\x03\xaa\xb4\x92\xb3\xb7\xf6\xda\x98\x31\xaa\x94" +
+	"\xcd\xb7\xf6\xf9\xda\x98\x31\xaa\xc4\xea\xf9\xd5\xfb\xda\x98\x31" +
+	"\xaa\xb4\xd7\xbe\xfd\xc7\xdc\x98\x31\xaa\xb4\xd7\xbe\xfd\xc7\xdc" +
+	"\x98\x31\x06\x0d\x43\x61\x63\x68\x65\x2d\x43\x6f\x6e\x74\x72\x6f" +
+	"\x6c\x02\x0a\x6d\x61\x78\x2d\x61\x67\x65\x3d\x36\x30\x19\x73\x74" +
+	"\x61\x6c\x65\x2d\x77\x68\x69\x6c\x65\x2d\x72\x65\x76\x61\x6c\x69" +
+	"\x64\x61\x74\x65\x3d\x33\x30\x0e\x43\x6f\x6e\x74\x65\x6e\x74\x2d" +
+	"\x4c\x65\x6e\x67\x74\x68\x01\x02\x32\x35\x0c\x43\x6f\x6e\x74\x65" +
+	"\x6e\x74\x2d\x54\x79\x70\x65\x01\x18\x74\x65\x78\x74\x2f\x68\x74" +
+	"\x6d\x6c\x3b\x20\x63\x68\x61\x72\x73\x65\x74\x3d\x75\x74\x66\x2d" +
+	"\x38\x0a\x53\x65\x74\x2d\x43\x6f\x6f\x6b\x69\x65\x00\x07\x58\x2d" +
+	"\x45\x6d\x70\x74\x79\x01\x00\x05\x58\x2d\x54\x61\x62\x01\x03\x61" +
+	"\x09\x62\x02\x0f\x41\x63\x63\x65\x70\x74\x2d\x45\x6e\x63\x6f\x64" +
+	"\x69\x6e\x67\x0f\x41\x63\x63\x65\x70\x74\x2d\x4c\x61\x6e\x67\x75" +
+	"\x61\x67\x65\x19\x3c\x68\x74\x6d\x6c\x3e\x00\xff\x20\x62\x69\x6e" +
+	"\x61\x72\x79\x20\x0d\x0a\x3c\x2f\x68\x74\x6d\x6c\x3e"
+
+func TestDecodeVersion1(t *testing.T) {
+	got, err := Decode([]byte(v1FullAnswer))
+	if err != nil {
+		t.Fatalf("Decode(layout 1 bytes): %v", err)
+	}
+	if d := entryDiff(got, codecEntries()[0].e); d != "" {
+		t.Errorf("Decode(layout 1 bytes): %s", d)
+	}
+	if got.Tags != nil {
+		t.Errorf("Tags = %q, want nil", got.Tags)
+	}
+	if again := Encode(got); string(again) != v1FullAnswer {
+		t.Errorf("Encode of the untagged entry differs from layout 1's bytes")
 	}
 }
 
@@ -80,6 +137,9 @@ func entryDiff(got, want *Entry) string {
 	if (len(got.Vary) != 0 || len(want.Vary) != 0) && !reflect.DeepEqual(got.Vary, want.Vary) {
 		return fmt.Sprintf("Vary = %q, want %q", got.Vary, want.Vary)
 	}
+	if (len(got.Tags) != 0 || len(want.Tags) != 0) && !reflect.DeepEqual(got.Tags, want.Tags) {
+		return fmt.Sprintf("Tags = %q, want %q", got.Tags, want.Tags)
+	}
 	if (got.Body == nil) != (want.Body == nil) || !bytes.Equal(got.Body, want.Body) {
 		return fmt.Sprintf("Body = %.40q (nil %v), want %.40q (nil %v)", got.Body, got.Body == nil, want.Body, want.Body == nil)
 	}
@@ -90,8 +150,14 @@ func TestCodecRoundTrip(t *testing.T) {
 	for _, tc := range codecEntries() {
 		t.Run(tc.desc, func(t *testing.T) {
 			b := Encode(tc.e)
-			if b[0] != EncodingVersion {
-				t.Fatalf("first byte = %d, want version %d", b[0], EncodingVersion)
+			// Layout 2 only for tags: an untagged entry is written as the previous Weir
+			// wrote it.
+			want := byte(1)
+			if len(tc.e.Tags) > 0 {
+				want = EncodingVersion
+			}
+			if b[0] != want {
+				t.Fatalf("first byte = %d, want version %d", b[0], want)
 			}
 			got, err := Decode(b)
 			if err != nil {
@@ -140,6 +206,18 @@ func TestEncodeLayout(t *testing.T) {
 	if got := Encode(e); !bytes.Equal(got, want) {
 		t.Errorf("Encode = %v, want %v", got, want)
 	}
+
+	e.Tags = []string{"t", "uv"}
+	want = []byte{
+		2, 2, 1 | 16, 0x90, 0x03, 2, 4,
+		1, 1, 'A', 1, 1, 'b',
+		1, 1, 'V',
+		2, 1, 't', 2, 'u', 'v', // tags: "t", "uv"
+		2, 'h', 'i',
+	}
+	if got := Encode(e); !bytes.Equal(got, want) {
+		t.Errorf("Encode with tags = %v, want %v", got, want)
+	}
 }
 
 func TestEncodeClampsTimes(t *testing.T) {
@@ -172,7 +250,11 @@ func TestDecodeRejects(t *testing.T) {
 		want error
 	}{
 		{desc: "empty", in: nil, want: ErrMalformed},
-		{desc: "unknown version", in: []byte{2, 0, 0, 0, 0, 0, 0}, want: ErrUnknownVersion},
+		{desc: "unknown version", in: []byte{3, 0, 0, 0, 0, 0, 0}, want: ErrUnknownVersion},
+		{desc: "layout 2 without its tag count", in: []byte{2, 0, 0, 0, 0, 0}, want: ErrMalformed},
+		{desc: "tag count beyond input", in: []byte{2, 0, 0, 0, 0, 0, 5, 1, 'a', 0}, want: ErrMalformed},
+		{desc: "tag beyond input", in: []byte{2, 0, 0, 0, 0, 0, 1, 9, 'a', 0}, want: ErrMalformed},
+		{desc: "absurd tag count", in: []byte{2, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 0}, want: ErrMalformed},
 		{desc: "version zero", in: []byte{0}, want: ErrUnknownVersion},
 		{desc: "short header", in: []byte{1, 0}, want: ErrMalformed},
 		{desc: "unknown flag", in: []byte{1, 8, 0, 0, 0, 0, 0}, want: ErrMalformed},
@@ -281,6 +363,17 @@ func TestDecodeRejectsInvalid(t *testing.T) {
 		{desc: "stale-while-revalidate beyond KeepUntil", in: answer(func(e *Entry) { e.StaleWhileRevalidateUntil = e.KeepUntil.Add(time.Second) })},
 		{desc: "stale-if-error beyond KeepUntil", in: answer(func(e *Entry) { e.StaleIfErrorUntil = e.KeepUntil.Add(time.Second) })},
 		{desc: "times past what Encode writes", in: outOfRange},
+		{desc: "more tags than MaxTags", in: answer(func(e *Entry) { e.Tags = manyTags(MaxTags+1, 4) })},
+		{desc: "empty tag", in: answer(func(e *Entry) { e.Tags = []string{"a", ""} })},
+		{desc: "tag over MaxTagLen", in: answer(func(e *Entry) { e.Tags = manyTags(1, MaxTagLen+1) })},
+		{desc: "tag with CR LF", in: answer(func(e *Entry) { e.Tags = []string{"a\r\nb"} })},
+		{desc: "tag with NUL", in: answer(func(e *Entry) { e.Tags = []string{"a\x00b"} })},
+		{desc: "tag with a tab", in: answer(func(e *Entry) { e.Tags = []string{"a\tb"} })},
+		{desc: "tag with DEL", in: answer(func(e *Entry) { e.Tags = []string{"a\x7f"} })},
+		{desc: "tag with a leading space", in: answer(func(e *Entry) { e.Tags = []string{" a"} })},
+		{desc: "tag with a trailing space", in: answer(func(e *Entry) { e.Tags = []string{"a "} })},
+		{desc: "mark with tags", in: mark(func(e *Entry) { e.Tags = []string{"a"} })},
+		{desc: "index with tags", in: index(func(e *Entry) { e.Tags = []string{"a"} })},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -310,6 +403,8 @@ func decodeSeeds() [][]byte {
 		{},
 		{1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		{2, 0, 0},
+		{3, 0, 0},
+		[]byte(v1FullAnswer),
 	}
 	for _, tc := range codecEntries() {
 		seeds = append(seeds, Encode(tc.e))
@@ -362,7 +457,7 @@ func entryProblem(e *Entry) string {
 		return "both a mark and an index"
 	case answer && (e.Status < 200 || e.Status > 599):
 		return fmt.Sprintf("answer status %d", e.Status)
-	case !answer && (e.Status != 0 || len(e.Header) != 0 || e.Body != nil):
+	case !answer && (e.Status != 0 || len(e.Header) != 0 || e.Body != nil || len(e.Tags) != 0):
 		return "a mark or index with an answer's parts"
 	case e.Pass && len(e.Vary) != 0:
 		return "a mark with Vary"
@@ -407,6 +502,19 @@ func entryProblem(e *Entry) string {
 	for _, v := range e.Vary {
 		if !isToken(v) {
 			return fmt.Sprintf("Vary name %q", v)
+		}
+	}
+	if len(e.Tags) > MaxTags {
+		return fmt.Sprintf("%d tags", len(e.Tags))
+	}
+	for _, tag := range e.Tags {
+		if tag == "" || len(tag) > MaxTagLen || tag[0] == ' ' || tag[len(tag)-1] == ' ' {
+			return fmt.Sprintf("tag %q", tag)
+		}
+		for i := 0; i < len(tag); i++ {
+			if tag[i] < ' ' || tag[i] == 0x7f {
+				return fmt.Sprintf("tag %q", tag)
+			}
 		}
 	}
 	return ""

@@ -82,6 +82,11 @@ type Guard struct {
 	s     GuardSettings
 }
 
+var (
+	_ Store  = (*Guard)(nil)
+	_ Purger = (*Guard)(nil)
+)
+
 // NewGuard wraps inner.
 func NewGuard(inner Store, s GuardSettings) *Guard {
 	s = s.withDefaults()
@@ -185,6 +190,64 @@ func troubledCall(g *Guard, ctx context.Context, op int, key string, e *Entry) (
 	cancel()
 	record(g, ctx, p, err)
 	return e, err
+}
+
+// PurgeKey implements Purger through the guarded store (see guardPurge).
+func (g *Guard) PurgeKey(ctx context.Context, key string) (int, error) {
+	return guardPurge(g, ctx, opPurgeKey, key)
+}
+
+// PurgePrefix implements Purger through the guarded store (see guardPurge).
+func (g *Guard) PurgePrefix(ctx context.Context, prefix string) (int, error) {
+	return guardPurge(g, ctx, opPurgePrefix, prefix)
+}
+
+// PurgeTag implements Purger through the guarded store (see guardPurge).
+func (g *Guard) PurgeTag(ctx context.Context, tag string) (int, error) {
+	return guardPurge(g, ctx, opPurgeTag, tag)
+}
+
+// Purges guardPurge makes.
+const (
+	opPurgeKey    = 0
+	opPurgePrefix = 1
+	opPurgeTag    = 2
+)
+
+// guardPurge runs a purge under a permit from the breaker: refused with ErrUnavailable while
+// it is open, its failure counted as any call's. It returns ErrPurgeUnsupported when the
+// guarded store is no Purger.
+//
+// Timeout does not bound a purge: it is the budget of one call on a request's path, and a
+// purge is many calls (a Redis purge reads and deletes in batches of hundreds of keys).
+// Each of those is bounded by the store itself (redisstore: store.timeout, its Settings'
+// Timeout), and the whole purge by ctx, the caller's. A purge the caller gave up on, or
+// whose deadline passed, says nothing of the store's health: it is not counted.
+func guardPurge(g *Guard, ctx context.Context, op int, arg string) (int, error) {
+	inner, ok := g.inner.(Purger)
+	if !ok {
+		return 0, ErrPurgeUnsupported
+	}
+	p := g.b.Allow(g.s.Now())
+	if !p.Allowed {
+		return 0, ErrUnavailable
+	}
+	var n int
+	var err error
+	switch op {
+	case opPurgeKey:
+		n, err = inner.PurgeKey(ctx, arg)
+	case opPurgePrefix:
+		n, err = inner.PurgePrefix(ctx, arg)
+	default:
+		n, err = inner.PurgeTag(ctx, arg)
+	}
+	if err != nil && ctx.Err() != nil {
+		g.b.Release(p, g.s.Now())
+		return n, err
+	}
+	record(g, ctx, p, err)
+	return n, err
 }
 
 // Open reports whether the breaker is open (or a trial call is out), so that calls fail

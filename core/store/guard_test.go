@@ -20,6 +20,8 @@ type fakeStore struct {
 	block bool
 	// deadline is how long the last call had before its context's deadline; -1 for none.
 	deadline time.Duration
+	// purged names the last purge and its argument.
+	purged string
 }
 
 func (f *fakeStore) call(ctx context.Context) error {
@@ -56,6 +58,22 @@ func (f *fakeStore) Get(ctx context.Context, key string) (*Entry, error) {
 
 func (f *fakeStore) Set(ctx context.Context, key string, e *Entry) error { return f.call(ctx) }
 func (f *fakeStore) Delete(ctx context.Context, key string) error        { return f.call(ctx) }
+
+// The purges record what they were asked and report 7 entries dropped.
+func (f *fakeStore) PurgeKey(ctx context.Context, key string) (int, error) {
+	f.purged = "key " + key
+	return 7, f.call(ctx)
+}
+
+func (f *fakeStore) PurgePrefix(ctx context.Context, prefix string) (int, error) {
+	f.purged = "prefix " + prefix
+	return 7, f.call(ctx)
+}
+
+func (f *fakeStore) PurgeTag(ctx context.Context, tag string) (int, error) {
+	f.purged = "tag " + tag
+	return 7, f.call(ctx)
+}
 
 // guardHarness is a Guard over a fakeStore with a hand-moved clock and a log of its state
 // changes.

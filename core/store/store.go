@@ -1,5 +1,6 @@
 // Package store holds Weir's stored answers: the Entry that the engine keeps for a cache key,
-// the small Store interface that every backend implements, and the in-process memory backend.
+// the small Store interface that every backend implements, the Purger interface for the
+// operator's purges, and the in-process memory backend.
 //
 // A Store knows nothing of HTTP semantics: it maps keys to entries, bounds what it holds, and
 // forgets entries once they can no longer be served. The engine decides what is stored and
@@ -10,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -19,7 +21,35 @@ var (
 	ErrTooLarge = errors.New("entry over the per-entry size limit")
 	// ErrUnavailable is returned while a store cannot be reached.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrPurgeUnsupported is returned by a Guard's purges when the store it guards is no
+	// Purger.
+	ErrPurgeUnsupported = errors.New("store cannot purge")
 )
+
+// Bounds on an entry's tags (Entry.Tags), which come from an answer's Surrogate-Key and
+// Cache-Tag fields and, in a shared store, from untrusted bytes (Decode). Fastly allows
+// surrogate keys of up to 1 KiB and Cloudflare cache tags of up to 1 KiB in a field of
+// 16 KiB; Weir keeps fewer and shorter ones, because each tag of each entry is an entry of
+// the store's tag index (a member of a set in Redis) for as long as the entry is kept.
+const (
+	// MaxTags is how many tags an entry carries at most.
+	MaxTags = 64
+	// MaxTagLen is the longest tag, in bytes.
+	MaxTagLen = 256
+)
+
+// ValidTag tells whether t may be one of an entry's tags: 1 to MaxTagLen bytes, no control
+// character (bytes 0 to 31 and 127: a tag is read from one header field value, and names a
+// key in Redis), and no space at either end (the fields' separators and white space are
+// trimmed). Any other byte, UTF-8 included, is kept as sent: tags are compared byte for byte.
+func ValidTag(t string) bool {
+	return t != "" && len(t) <= MaxTagLen && strings.IndexAny(t, ctlChars) < 0 &&
+		t[0] != ' ' && t[len(t)-1] != ' '
+}
+
+// ctlChars are the control characters, which no tag holds.
+const ctlChars = "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f" +
+	"\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f"
 
 // Entry is one stored answer, or a variant index for a key whose answers vary.
 //
@@ -60,6 +90,11 @@ type Entry struct {
 	// requests for it go straight to the origin without waiting on each other. It holds no
 	// answer.
 	Pass bool
+	// Tags are the answer's surrogate keys (its Surrogate-Key and Cache-Tag fields, as
+	// httpcache.Tags reads them): a purge of one tag drops every entry carrying it
+	// (Purger.PurgeTag). At most MaxTags, each ValidTag. Nil in a variant index and a
+	// hit-for-pass mark, which hold no answer.
+	Tags []string
 
 	// bodyPrefix is how many bytes of the array under Body lie in front of it: Decode's
 	// input up to the body, kept alive by Body (Size counts them).
@@ -102,8 +137,8 @@ func (e *Entry) Prepare() {
 const (
 	stringHeader = 16
 	sliceHeader  = 24
-	// entryStruct is an Entry itself (272 bytes) in its size class.
-	entryStruct = 288
+	// entryStruct is an Entry itself (296 bytes) in its size class.
+	entryStruct = 320
 	// mapHeader is a map's header and table directory. A map keeps its slots at most 7/8
 	// full (13/16 before Go 1.24) and doubles them when it would be fuller, so the slots of
 	// an http.Header are counted as the first power of two, at least 8, that holds 5/4 of its
@@ -117,8 +152,9 @@ const (
 // Size is the heap an entry holds, for byte budgets: its own struct, the body's whole array
 // (and, for a decoded entry, the part of Decode's input in front of the body, which the body
 // keeps alive), the header map's slots, each header name and value and each array of
-// values, the Hot copies of the header's slices (Prepare), and Vary. Strings and arrays that
-// the entry shares with another are counted in both; none of the engine's entries share any.
+// values, the Hot copies of the header's slices (Prepare), Vary and Tags. Strings and arrays
+// that the entry shares with another are counted in both; none of the engine's entries share
+// any.
 func (e *Entry) Size() int {
 	body := cap(e.Body)
 	if e.bodyPrefix > 0 {
@@ -153,6 +189,23 @@ func (e *Entry) Size() int {
 	for _, v := range e.Vary {
 		n += (len(v) + len(v)>>3 + 15) &^ 15
 	}
+	if len(e.Tags) > 0 {
+		n += tagsSize(e.Tags)
+	}
+	return n
+}
+
+// tagsSize is what an entry's tags take: their array, in its size class past 128 bytes
+// (MaxTags string headers fill 1 KiB, a class of its own), and each tag's bytes. A function
+// of its own: under Yaegi every call of Size would otherwise pay for its locals.
+func tagsSize(tags []string) int {
+	n := cap(tags) * stringHeader
+	if n > 128 {
+		n = (n + n>>3 + 15) &^ 15
+	}
+	for _, t := range tags {
+		n += (len(t) + len(t)>>3 + 15) &^ 15
+	}
 	return n
 }
 
@@ -167,4 +220,34 @@ type Store interface {
 	// limit with ErrTooLarge.
 	Set(ctx context.Context, key string, e *Entry) error
 	Delete(ctx context.Context, key string) error
+}
+
+// Purger drops many entries at once, for the operator's purges. The memory store, the Redis
+// store and a Guard over a Purger implement it. Purges are an operator's rare requests, never
+// on a request's path: they may take the store's lock or many round trips.
+//
+// Each method returns how many entries it dropped: keys under which an entry was stored, a
+// variant index and each variant counted apiece, not the stores' own bookkeeping. A store
+// outside the process may fail part-way: it then returns what it dropped so far with the
+// error, and the purge may be repeated. An entry stored while a purge runs may or may not be
+// dropped by it; one stored once the purge has returned is not.
+type Purger interface {
+	// PurgeKey drops the entry under key and its variants: every key that begins with key
+	// and a NUL byte (httpcache.VariantKey under httpcache.GenerationKey), every
+	// generation of them. It is what purging one URL takes: the key alone would leave the
+	// variants, and the prefix key would drop /ab with /a. key is a primary key, holding no
+	// NUL byte (an HTTP request's cannot); the empty key drops only an entry stored under "".
+	PurgeKey(ctx context.Context, key string) (int, error)
+	// PurgePrefix drops every entry whose key begins with prefix: a host ("http://h/",
+	// which a port keeps apart from "http://h:8080/"), a path, or "" for everything the
+	// store holds, the engine's own keys (shared breaker deadlines, keys beginning with a
+	// NUL byte) included. Keys are compared byte for byte: "http://h/a" drops "http://h/ab"
+	// too. Entries of both schemes take two purges ("http://" and "https://").
+	PurgePrefix(ctx context.Context, prefix string) (int, error)
+	// PurgeTag drops every entry stored with tag among its Tags. An empty tag, which no
+	// entry carries, drops nothing. The Redis store may also drop an entry stored with the
+	// tag and since replaced, under the same key, by one without it (its index is pruned
+	// lazily): a purge then costs that key one more fetch from the origin, never a stale
+	// answer.
+	PurgeTag(ctx context.Context, tag string) (int, error)
 }
