@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -233,10 +232,6 @@ func (o operator) RemoveOverride(key string) error {
 func (o operator) DeclareBreaker(key string) error {
 	o.e.breakers.Get(key, o.e.now())
 	return nil
-}
-
-func (o operator) Purge(ctx context.Context, p admin.Purge) (int, error) {
-	return 0, errors.New("purge: not available")
 }
 
 func (o operator) WriteMetrics(w io.Writer) error {

@@ -63,9 +63,11 @@ func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
 			cache: statusBypass, detail: "forbidden"})
 		return
 	}
-	err := h.invalidate(r)
-	h.e.neg.Forget(h.keyer.Key(r))
-	if err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), sitePurgeTimeout)
+	defer cancel()
+	key := h.keyer.Key(r)
+	if _, err := purgeKey(h.e, ctx, key); err != nil {
+		h.s.Log(fmt.Sprintf("middleware %s: could not purge %s: %v", h.e.name, key, err))
 		// The entry may still be served by every instance sharing the store: say so, so the
 		// operator retries.
 		h.write(w, r, &answer{status: http.StatusServiceUnavailable, text: "purge failed: " + err.Error(),

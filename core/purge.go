@@ -1,0 +1,121 @@
+package core
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/weirproxy/weir/core/admin"
+	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/core/store"
+)
+
+// Purges drop what an operator names (admin's purge, PURGE sent to the site) from the store
+// that every instance sharing it reads, and from this instance's memory at once; the other
+// instances' near caches hear of it from the store (redisstore's tracking).
+
+// sitePurgeTimeout bounds a PURGE sent to the site: a URL with many variants is dropped in
+// batches from a shared store.
+const sitePurgeTimeout = 10 * time.Second
+
+// tlsSeen marks a request built for an https URL's key: the key's scheme comes from r.TLS.
+var tlsSeen = &tls.ConnectionState{}
+
+// purger is e's store as a store.Purger; every store Weir builds is one.
+func purger(e *engine) (store.Purger, error) {
+	p, ok := e.store.(store.Purger)
+	if !ok {
+		return nil, fmt.Errorf("purge: %w", store.ErrPurgeUnsupported)
+	}
+	return p, nil
+}
+
+// purgeKey drops key with every variant stored under it, and its negative entry.
+func purgeKey(e *engine, ctx context.Context, key string) (int, error) {
+	e.neg.Forget(key)
+	p, err := purger(e)
+	if err != nil {
+		return 0, err
+	}
+	return p.PurgeKey(ctx, key)
+}
+
+// Purge drops what p names (admin.Engine).
+func (o operator) Purge(ctx context.Context, p admin.Purge) (int, error) {
+	e := o.e
+	switch {
+	case p.URL != "":
+		key, err := o.keyOf(p.URL)
+		if err != nil {
+			return 0, err
+		}
+		return purgeKey(e, ctx, key)
+	case p.Tag != "":
+		pu, err := purger(e)
+		if err != nil {
+			return 0, err
+		}
+		return pu.PurgeTag(ctx, strings.TrimSpace(p.Tag))
+	case p.Prefix != "":
+		if !strings.HasPrefix(p.Prefix, "http://") && !strings.HasPrefix(p.Prefix, "https://") {
+			return 0, fmt.Errorf("prefix: %q must start with http:// or https://, as the URLs it drops", p.Prefix)
+		}
+		return purgePrefixes(e, ctx, []string{p.Prefix})
+	case p.Host != "":
+		host := strings.ToLower(strings.TrimSpace(p.Host))
+		if strings.ContainsAny(host, "/ ?#") {
+			return 0, fmt.Errorf("host: %q is not a host name", p.Host)
+		}
+		var prefixes []string
+		for _, scheme := range []string{"http://", "https://"} {
+			// The host with every port, unless the operator named one.
+			prefixes = append(prefixes, scheme+host+"/")
+			if !strings.Contains(strings.TrimPrefix(host, "["), "]:") && (strings.HasPrefix(host, "[") || !strings.Contains(host, ":")) {
+				prefixes = append(prefixes, scheme+host+":")
+			}
+		}
+		return purgePrefixes(e, ctx, prefixes)
+	case p.All:
+		// Cached answers only: the store's keys of Weir's own (shared breaker deadlines)
+		// start with no scheme.
+		return purgePrefixes(e, ctx, []string{"http://", "https://"})
+	}
+	return 0, fmt.Errorf("purge: nothing named")
+}
+
+func purgePrefixes(e *engine, ctx context.Context, prefixes []string) (int, error) {
+	pu, err := purger(e)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, prefix := range prefixes {
+		n, err := pu.PurgePrefix(ctx, prefix)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// keyOf is the cache key of an absolute URL, as a GET for it would be keyed.
+func (o operator) keyOf(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("url: %q is not an absolute http or https URL", raw)
+	}
+	r, err := http.NewRequest(http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", fmt.Errorf("url: %q: %w", raw, err)
+	}
+	r.RequestURI = u.RequestURI()
+	if u.Scheme == "https" {
+		r.TLS = tlsSeen
+	}
+	return httpcache.NewKeyer(o.s.QueryDrop).Key(r), nil
+}
