@@ -15,9 +15,12 @@ import (
 var ErrNoEngine = errors.New("no such middleware")
 
 // OpenBreaker opens by hand the breaker that guards host's upstream in the middleware name
-// (any host for scope engine) for d (zero: breaker.openFor). With a shared store, the other
-// instances adopt the deadline at their next origin fetch. It is the operator's switch, for
-// the admin API to expose.
+// (any host for scope engine) for d from now (zero: its openFor, the key's override or
+// breaker.openFor), whatever its state: the clock starts again, even when that shortens an
+// open period. Until then the breaker reports it was opened by hand, and the failures it
+// records change nothing (breaker.Breaker.ForceOpen). With a shared store, the other
+// instances adopt the deadline at their next origin fetch, capped at their
+// breaker.maxOpenFor. It is the operator's switch, for the admin API to expose.
 func OpenBreaker(name, host string, d time.Duration) error {
 	e, b, err := controlled(name, host)
 	if err != nil {
@@ -35,9 +38,10 @@ func openBreaker(e *engine, b *breaker.Breaker, d time.Duration) {
 		events.Dur("open_for", b.Status(now).OpenUntil.Sub(now)))
 }
 
-// CloseBreaker closes by hand the breaker that guards host's upstream in the middleware name
-// and clears its counts, so the failures that opened it cannot reopen it at once. With a
-// shared store it also clears the shared deadline, or the next read would adopt it again.
+// CloseBreaker closes by hand the breaker that guards host's upstream in the middleware name,
+// whoever opened it, and clears its counts, so the failures that opened it cannot reopen it
+// at once; the results of fetches let through before are ignored. With a shared store it
+// also clears the shared deadline, or the next read would adopt it again.
 func CloseBreaker(name, host string) error {
 	e, b, err := controlled(name, host)
 	if err != nil {

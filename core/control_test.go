@@ -61,3 +61,42 @@ func TestOperatorControlsNameTheMiddleware(t *testing.T) {
 		t.Errorf("CloseBreaker of an unknown middleware: %v, want ErrNoEngine", err)
 	}
 }
+
+// The gate tells the breaker each failure's status; the operator's open starts the clock
+// again over an automatic trip and is reported as manual; the operator's close clears the
+// opener and the counts.
+func TestOperatorOpenOverAnAutomaticTrip(t *testing.T) {
+	clock := newFakeClock()
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+	})
+	h := newTestHandler(t, Settings{Now: clock.Now, Breaker: breaker.Settings{MinRequests: 2, OpenFor: time.Minute}}, o)
+	name := h.e.name
+	do(t, h, http.MethodGet, "http://example.com/a")
+	do(t, h, http.MethodGet, "http://example.com/b")
+	b, ok := h.e.breakers.Lookup("example.com")
+	if !ok {
+		t.Fatalf("no breaker for example.com after two fetches")
+	}
+	if st := b.Status(clock.Now()); st.State != breaker.StateOpen || st.OpenedBy != breaker.OpenedAuto ||
+		st.LastFailure != http.StatusBadGateway || st.Trips != 1 {
+		t.Fatalf("after two 502s: %+v, want open by auto, last failure 502, 1 trip", st)
+	}
+
+	if err := OpenBreaker(name, "Example.com:443", 2*time.Second); err != nil {
+		t.Fatalf("OpenBreaker: %v", err)
+	}
+	if st := b.Status(clock.Now()); st.OpenLeft != 2*time.Second || st.OpenedBy != breaker.OpenedManual || st.Trips != 1 {
+		t.Errorf("after OpenBreaker for 2s: %+v, want 2s left, by manual, still 1 trip", st)
+	}
+	if w := do(t, h, http.MethodGet, "http://example.com/c"); w.Header().Get("Retry-After") != "2" {
+		t.Errorf("opened by hand for 2s: Retry-After %q, want 2", w.Header().Get("Retry-After"))
+	}
+
+	if err := CloseBreaker(name, "example.com"); err != nil {
+		t.Fatalf("CloseBreaker: %v", err)
+	}
+	if st := b.Status(clock.Now()); st.State != breaker.StateClosed || st.OpenedBy != "" || st.Failures != 0 {
+		t.Errorf("after CloseBreaker: %+v, want closed, no opener, no failures counted", st)
+	}
+}

@@ -154,7 +154,7 @@ func recordOutcome(h *Handler, t *ticket, status int) {
 	// a 500 only with breaker.countStatus500, anything else the origin answering (FR-CB-1,
 	// FR-CB-2).
 	failed := status == 502 || status == 503 || status == 504 || (status == 500 && h.s.BreakerCountStatus500)
-	t.b.Record(t.permit, failed, now)
+	t.b.Record(t.permit, status, failed, now)
 }
 
 // breakerOf is the breaker of host's upstream in e: its one breaker with scope engine, else

@@ -98,7 +98,7 @@ func TestHalfOpenLetsOneProbe(t *testing.T) {
 	}
 	wantState(t, b, deadline.Add(time.Second), StateHalfOpen)
 
-	b.Record(probe, false, deadline.Add(2*time.Second))
+	b.Record(probe, 200, false, deadline.Add(2*time.Second))
 	wantState(t, b, deadline.Add(2*time.Second), StateClosed)
 	st := b.Status(deadline.Add(2 * time.Second))
 	if st.OK != 0 || st.Failures != 0 || !st.OpenUntil.IsZero() {
@@ -123,7 +123,7 @@ func TestFailedProbeDoublesOpenPeriodUpToCap(t *testing.T) {
 		if !p.Probe {
 			t.Fatalf("probe %d: Allow() = %+v, want a probe", i+1, p)
 		}
-		b.Record(p, true, now)
+		b.Record(p, 503, true, now)
 		until := b.Status(now).OpenUntil
 		if got := until.Sub(now); got != want {
 			t.Fatalf("after failed probe %d open for %v, want %v", i+1, got, want)
@@ -160,11 +160,11 @@ func TestTripIsIdempotent(t *testing.T) {
 		permits[i] = b.Allow(t0)
 	}
 	for i := 0; i < 20; i++ {
-		b.Record(permits[i], true, t0)
+		b.Record(permits[i], 503, true, t0)
 	}
 	until := b.Status(t0).OpenUntil
 	for i := 20; i < 30; i++ {
-		b.Record(permits[i], true, t0.Add(time.Second))
+		b.Record(permits[i], 503, true, t0.Add(time.Second))
 	}
 	st := b.Status(t0.Add(time.Second))
 	if !st.OpenUntil.Equal(until) || st.Trips != 1 || calls != 1 {
@@ -179,8 +179,8 @@ func TestLateResultsAreIgnored(t *testing.T) {
 		late := b.Allow(t0)
 		tripAt(t, b, t0)
 		probe := b.Allow(t0.Add(5 * time.Second))
-		b.Record(probe, false, t0.Add(5*time.Second))
-		b.Record(late, true, t0.Add(6*time.Second))
+		b.Record(probe, 200, false, t0.Add(5*time.Second))
+		b.Record(late, 503, true, t0.Add(6*time.Second))
 		if st := b.Status(t0.Add(6 * time.Second)); st.Failures != 0 {
 			t.Errorf("Status().Failures = %d, want 0: a late failure counted", st.Failures)
 		}
@@ -190,18 +190,18 @@ func TestLateResultsAreIgnored(t *testing.T) {
 		late := b.Allow(t0)
 		tripAt(t, b, t0)
 		probe := b.Allow(t0.Add(5 * time.Second))
-		b.Record(late, false, t0.Add(6*time.Second))
+		b.Record(late, 200, false, t0.Add(6*time.Second))
 		wantState(t, b, t0.Add(6*time.Second), StateHalfOpen)
-		b.Record(probe, true, t0.Add(6*time.Second))
+		b.Record(probe, 503, true, t0.Add(6*time.Second))
 		wantState(t, b, t0.Add(6*time.Second), StateOpen)
 	})
 	t.Run("a result recorded twice counts once", func(t *testing.T) {
 		b := newTestBreaker(t, Settings{})
 		tripAt(t, b, t0)
 		probe := b.Allow(t0.Add(5 * time.Second))
-		b.Record(probe, true, t0.Add(5*time.Second))
+		b.Record(probe, 503, true, t0.Add(5*time.Second))
 		until := b.Status(t0).OpenUntil
-		b.Record(probe, true, t0.Add(6*time.Second))
+		b.Record(probe, 503, true, t0.Add(6*time.Second))
 		if got := b.Status(t0).OpenUntil; !got.Equal(until) {
 			t.Errorf("OpenUntil moved from %v to %v on a repeated probe result", until, got)
 		}
@@ -210,7 +210,7 @@ func TestLateResultsAreIgnored(t *testing.T) {
 		b := newTestBreaker(t, Settings{})
 		tripAt(t, b, t0)
 		denied := b.Allow(t0)
-		b.Record(denied, false, t0)
+		b.Record(denied, 200, false, t0)
 		b.Release(denied, t0)
 		wantState(t, b, t0, StateOpen)
 	})
@@ -230,9 +230,9 @@ func TestProbeTimeoutLetsAnotherProbe(t *testing.T) {
 	if !second.Probe {
 		t.Fatalf("Allow() at the probe timeout = %+v, want another probe", second)
 	}
-	b.Record(first, false, t0.Add(16*time.Second))
+	b.Record(first, 200, false, t0.Add(16*time.Second))
 	wantState(t, b, t0.Add(16*time.Second), StateHalfOpen)
-	b.Record(second, false, t0.Add(16*time.Second))
+	b.Record(second, 200, false, t0.Add(16*time.Second))
 	wantState(t, b, t0.Add(16*time.Second), StateClosed)
 }
 
@@ -251,7 +251,7 @@ func TestReleasedProbeLetsAnother(t *testing.T) {
 	if p := b.Allow(now); p.Allowed {
 		t.Fatalf("Allow() with the second probe out = %+v, want denied", p)
 	}
-	b.Record(second, false, now)
+	b.Record(second, 200, false, now)
 	wantState(t, b, now, StateClosed)
 }
 
@@ -291,7 +291,7 @@ func TestForceOpenAndClose(t *testing.T) {
 	inFlight := b.Allow(t0)
 	tripAt(t, b, t0)
 	b.ForceClose(t0)
-	b.Record(inFlight, true, t0)
+	b.Record(inFlight, 503, true, t0)
 	feed(t, b, 1, true, t0)
 	wantState(t, b, t0, StateClosed)
 	if st := b.Status(t0); st.Failures != 1 {
@@ -323,7 +323,7 @@ func TestObserveAdoptsLaterDeadlines(t *testing.T) {
 		t.Errorf("OpenUntil = t0+%v, want t0+12s", until.Sub(t0))
 	}
 	// A fetch from before the adoption is late and cannot touch the breaker.
-	b.Record(inFlight, false, t0.Add(13*time.Second))
+	b.Record(inFlight, 200, false, t0.Add(13*time.Second))
 	wantState(t, b, t0.Add(13*time.Second), StateHalfOpen)
 	if calls != 0 {
 		t.Errorf("OnTrip called %d times for adopted deadlines, want 0", calls)
@@ -334,7 +334,7 @@ func TestObserveAdoptsLaterDeadlines(t *testing.T) {
 	if !b.Observe(t0.Add(20*time.Second), t0.Add(13*time.Second)) {
 		t.Fatalf("Observe() while half-open = false, want true")
 	}
-	b.Record(probe, false, t0.Add(14*time.Second))
+	b.Record(probe, 200, false, t0.Add(14*time.Second))
 	wantState(t, b, t0.Add(14*time.Second), StateOpen)
 }
 
@@ -346,7 +346,7 @@ func TestOnTripRunsOutsideTheLock(t *testing.T) {
 	}})
 	go func() {
 		for i := 0; i < DefaultMinRequests; i++ {
-			b.Record(b.Allow(t0), true, t0)
+			b.Record(b.Allow(t0), 503, true, t0)
 		}
 	}()
 	select {
@@ -374,7 +374,7 @@ func TestConcurrentUse(t *testing.T) {
 				case (g+i)%5 == 0:
 					b.Release(p, now)
 				default:
-					b.Record(p, (g+i)%2 == 0, now)
+					b.Record(p, 503, (g+i)%2 == 0, now)
 				}
 				b.Status(now)
 			}
@@ -390,7 +390,7 @@ func TestAllowOnClosedBreakerDoesNotAllocate(t *testing.T) {
 	b := newTestBreaker(t, Settings{})
 	allocs := testing.AllocsPerRun(100, func() {
 		p := b.Allow(t0)
-		b.Record(p, false, t0)
+		b.Record(p, 200, false, t0)
 	})
 	if allocs != 0 {
 		t.Errorf("Allow and Record on a closed breaker allocate %v times, want 0", allocs)
@@ -424,7 +424,7 @@ func BenchmarkAllowRecord(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		p := br.Allow(t0)
-		br.Record(p, false, t0)
+		br.Record(p, 200, false, t0)
 	}
 }
 

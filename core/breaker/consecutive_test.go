@@ -16,7 +16,7 @@ func record(t *testing.T, b *Breaker, result byte, now time.Time) int {
 			t.Fatalf("Allow() denied a fetch, want allowed")
 		}
 	}
-	return b.Record(p, result == 'x', now)
+	return b.Record(p, 0, result == 'x', now)
 }
 
 func TestConsecutiveFailuresOpen(t *testing.T) {
@@ -75,7 +75,7 @@ func TestRecordReportsChanges(t *testing.T) {
 	}
 	for _, st := range steps {
 		at := t0.Add(st.at)
-		if got := b.Record(st.permit(at), st.failed, at); got != st.want {
+		if got := b.Record(st.permit(at), 0, st.failed, at); got != st.want {
 			t.Errorf("%s: Record() = %d, want %d", st.desc, got, st.want)
 		}
 	}
@@ -83,7 +83,7 @@ func TestRecordReportsChanges(t *testing.T) {
 	// The ratio rule reports its trip the same way.
 	b = newTestBreaker(t, Settings{})
 	feed(t, b, DefaultMinRequests-1, true, t0)
-	if got := b.Record(b.Allow(t0), true, t0); got != Tripped {
+	if got := b.Record(b.Allow(t0), 503, true, t0); got != Tripped {
 		t.Errorf("ratio rule: Record() of the failure that trips = %d, want %d", got, Tripped)
 	}
 }
@@ -118,14 +118,14 @@ func TestQuiet(t *testing.T) {
 		t.Fatalf("Allow() after one failure = %+v, want an ordinary allowed permit", p)
 	}
 	// A success under a permit from before the failure starts the count again.
-	b.Record(before, false, t0)
+	b.Record(before, 200, false, t0)
 	wantQuiet("after a success", true)
 	// A failure under a quiet permit counts.
 	record(t, b, 'x', t0)
 	if st := b.Status(t0); st.Failures != 1 {
 		t.Fatalf("Status().Failures = %d after a failure under a quiet permit, want 1", st.Failures)
 	}
-	b.Record(before, false, t0)
+	b.Record(before, 200, false, t0)
 
 	stale := QuietPermit(Quiet(b))
 	record(t, b, 'x', t0)
@@ -133,10 +133,10 @@ func TestQuiet(t *testing.T) {
 	wantQuiet("open", false)
 	probe := b.Allow(t0.Add(5 * time.Second))
 	wantQuiet("half-open", false)
-	b.Record(probe, false, t0.Add(5*time.Second))
+	b.Record(probe, 200, false, t0.Add(5*time.Second))
 	wantQuiet("closed by the probe", true)
 	// A quiet permit from before the trip is late.
-	b.Record(stale, true, t0.Add(5*time.Second))
+	b.Record(stale, 503, true, t0.Add(5*time.Second))
 	if st := b.Status(t0.Add(5 * time.Second)); st.Failures != 0 {
 		t.Errorf("Status().Failures = %d, want 0: a failure from before the trip counted", st.Failures)
 	}
@@ -170,7 +170,7 @@ func TestQuietConcurrentUse(t *testing.T) {
 				case (g+i)%7 == 0:
 					b.Release(p, now)
 				default:
-					b.Record(p, failed, now)
+					b.Record(p, 503, failed, now)
 				}
 			}
 		}(g)

@@ -1,7 +1,6 @@
 package breaker
 
 import (
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,12 +15,16 @@ type node struct {
 	key        string
 	b          *Breaker
 	prev, next *node // prev is more recently used
+	// pinned marks a key declared or overridden: its node stays out of the recency list,
+	// with prev and next nil, and is never evicted.
+	pinned bool
 }
 
 // Group holds the breakers of one engine, one per scope key (see ScopeKey), and bounds how
 // many it holds: when full, a new key evicts a closed breaker among the least recently used,
 // so a flood of host names costs at most MaxBreakers breakers. An evicted breaker that the
-// engine still holds keeps working; it is simply no longer shared.
+// engine still holds keeps working; it is simply no longer shared. Keys that an operator
+// declared or overrode (override.go) are held apart from that bound, up to MaxBreakers more.
 type Group struct {
 	s Settings // validated, defaults applied
 
@@ -30,11 +33,14 @@ type Group struct {
 	// opens or closes; an eviction takes an open breaker out of it.
 	notClosed *int32
 
-	// mu guards nodes and the recency list. Lock order: a Group's mu, then a Breaker's.
+	// mu guards nodes, the recency list and pinned. Lock order: a Group's mu, then a
+	// Breaker's.
 	mu    sync.Mutex
 	nodes map[string]*node
 	head  *node // most recently used
 	tail  *node // least recently used
+	// pinned counts the nodes of declared or overridden keys, which the list does not hold.
+	pinned int
 }
 
 // NewGroup returns an empty group whose breakers use s, or an error naming the first invalid
@@ -51,23 +57,41 @@ func (g *Group) Get(key string, now time.Time) *Breaker {
 	g.mu.Lock()
 	n := g.nodes[key]
 	if n != nil {
-		if n != g.head {
+		// In the list but not at its head. A pinned node, out of the list, has no prev
+		// either, so this one test, which costs what n != g.head did, leaves it alone.
+		if n.prev != nil {
 			g.unlink(n)
 			g.pushFront(n)
 		}
 		g.mu.Unlock()
 		return n.b
 	}
-	if len(g.nodes) >= g.s.MaxBreakers {
-		g.evict(now)
-	}
-	b := newBreaker(key, g.s)
-	b.notClosed = g.notClosed
-	n = &node{key: key, b: b}
-	g.nodes[key] = n
-	g.pushFront(n)
+	n = addRecent(g, key, now)
 	g.mu.Unlock()
 	return n.b
+}
+
+// addRecent makes key's breaker the most recently used, evicting first while the list is
+// full. g.mu must be held. A function of its own: Get runs it once per key, and in Yaegi
+// its slots would otherwise cost every Get (docs/yaegi.md). A loop rather than one
+// eviction: RemoveOverride puts keys back in the list without evicting.
+func addRecent(g *Group, key string, now time.Time) *node {
+	for len(g.nodes)-g.pinned >= g.s.MaxBreakers && g.tail != nil {
+		g.evict(now)
+	}
+	n := g.add(key)
+	g.pushFront(n)
+	return n
+}
+
+// add makes key's breaker and node, in neither the list nor the pinned; the caller puts it
+// in one. g.mu must be held.
+func (g *Group) add(key string) *node {
+	b := newBreaker(key, g.s)
+	b.notClosed = g.notClosed
+	n := &node{key: key, b: b}
+	g.nodes[key] = n
+	return n
 }
 
 // AllClosed tells, with one atomic load and no lock, whether every breaker of g is closed:
@@ -107,22 +131,6 @@ func (g *Group) Len() int {
 	n := len(g.nodes)
 	g.mu.Unlock()
 	return n
-}
-
-// Snapshot returns the status of every breaker, ordered by key.
-func (g *Group) Snapshot(now time.Time) []Status {
-	g.mu.Lock()
-	bs := make([]*Breaker, 0, len(g.nodes))
-	for n := g.head; n != nil; n = n.next {
-		bs = append(bs, n.b)
-	}
-	g.mu.Unlock()
-	out := make([]Status, 0, len(bs))
-	for _, b := range bs {
-		out = append(out, b.Status(now))
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
 }
 
 // evict drops the least recently used closed breaker among the last evictScan, or the least

@@ -159,10 +159,10 @@ func TestAllClosed(t *testing.T) {
 		{desc: "b closed by hand, a still open", do: func() { b.ForceClose(t0) }, want: false},
 		{desc: "b closed again while closed", do: func() { b.ForceClose(t0) }, want: false},
 		{desc: "a half-open with its probe out", do: func() { probe = a.Allow(later) }, want: false},
-		{desc: "a's probe fails", do: func() { a.Record(probe, true, later) }, want: false},
+		{desc: "a's probe fails", do: func() { a.Record(probe, 503, true, later) }, want: false},
 		{desc: "a's next probe succeeds", do: func() {
 			at := later.Add(time.Hour)
-			a.Record(a.Allow(at), false, at)
+			a.Record(a.Allow(at), 200, false, at)
 		}, want: true},
 		{desc: "b adopts another instance's deadline", do: func() { g.Observe("b", t0.Add(time.Minute), t0) }, want: false},
 		{desc: "b closed by hand", do: func() { b.ForceClose(t0) }, want: true},

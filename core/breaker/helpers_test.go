@@ -37,7 +37,7 @@ func feed(t *testing.T, b *Breaker, n int, failed bool, now time.Time) {
 		if !p.Allowed {
 			t.Fatalf("Allow() denied fetch %d of %d, want allowed", i+1, n)
 		}
-		b.Record(p, failed, now)
+		b.Record(p, 503, failed, now)
 	}
 }
 

@@ -53,8 +53,12 @@ const ProbeRetryAfter = time.Second
 
 // Errors returned by this package.
 var (
-	// ErrInvalidSetting wraps every Settings validation error.
+	// ErrInvalidSetting wraps every Settings and Override validation error, and every error
+	// of ParseOverride.
 	ErrInvalidSetting = errors.New("invalid setting")
+	// ErrTooManyKeys is returned by Group.Declare and Group.SetOverride for a new key when
+	// MaxBreakers keys are declared or overridden already.
+	ErrTooManyKeys = errors.New("too many declared or overridden keys")
 )
 
 // Settings tune a breaker. The zero value of every field selects its default.
@@ -83,7 +87,10 @@ type Settings struct {
 	// Scope is ScopeEngine, ScopeHost or ScopeDomain (see ParseScope). Empty: ScopeHost.
 	// The breaker itself ignores it; the engine uses it with ScopeKey and a Group.
 	Scope string
-	// MaxBreakers bounds how many breakers a Group holds. Zero: DefaultMaxBreakers.
+	// MaxBreakers bounds how many breakers a Group holds for the traffic it sees (the least
+	// recently used closed one goes first) and, apart from those, how many keys an operator
+	// may declare or override (Group.Declare, Group.SetOverride), which are never evicted.
+	// Zero: DefaultMaxBreakers.
 	MaxBreakers int
 	// ConsecutiveFailures, when above zero, is the trip rule instead of the ratio: the
 	// breaker opens after this many failures in a row, however few results there were, and
@@ -121,6 +128,16 @@ func ParseScope(s string) (string, error) {
 
 // Validate reports the first setting out of range, naming the field and its value.
 func (s Settings) Validate() error {
+	if err := s.validateFields(); err != nil {
+		return err
+	}
+	d := s.withDefaults()
+	return checkMaxOpenFor(d.OpenFor, d.MaxOpenFor)
+}
+
+// validateFields reports the first field out of range on its own; Validate and
+// Override.Validate then check fields against each other.
+func (s Settings) validateFields() error {
 	if s.Window < 0 || (s.Window > 0 && s.Window < 10*time.Millisecond) {
 		return fmt.Errorf("breaker.window: %v must be at least 10ms: %w", s.Window, ErrInvalidSetting)
 	}
@@ -148,12 +165,14 @@ func (s Settings) Validate() error {
 	if s.ConsecutiveFailures < 0 {
 		return fmt.Errorf("breaker.consecutiveFailures: %d must not be negative: %w", s.ConsecutiveFailures, ErrInvalidSetting)
 	}
-	if _, err := ParseScope(s.Scope); err != nil {
-		return err
-	}
-	d := s.withDefaults()
-	if d.MaxOpenFor < d.OpenFor {
-		return fmt.Errorf("breaker.maxOpenFor: %v must not be less than breaker.openFor (%v): %w", d.MaxOpenFor, d.OpenFor, ErrInvalidSetting)
+	_, err := ParseScope(s.Scope)
+	return err
+}
+
+// checkMaxOpenFor reports a cap on the open period below the period it caps.
+func checkMaxOpenFor(openFor, maxOpenFor time.Duration) error {
+	if maxOpenFor < openFor {
+		return fmt.Errorf("breaker.maxOpenFor: %v must not be less than breaker.openFor (%v): %w", maxOpenFor, openFor, ErrInvalidSetting)
 	}
 	return nil
 }

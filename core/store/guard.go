@@ -269,7 +269,7 @@ func record(g *Guard, ctx context.Context, p breaker.Permit, err error) {
 		g.b.Release(p, now)
 		return
 	}
-	change := g.b.Record(p, err != nil, now)
+	change := g.b.Record(p, 0, err != nil, now)
 	if g.s.OnStateChange == nil {
 		return
 	}
