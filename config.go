@@ -21,13 +21,7 @@ var errConfig = errors.New("weir: invalid configuration")
 func (c *Config) settings() (core.Settings, error) {
 	var s core.Settings
 	var err error
-	for _, p := range c.Key.QueryDrop {
-		for _, name := range strings.Split(p, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				s.QueryDrop = append(s.QueryDrop, name)
-			}
-		}
-	}
+	s.QueryDrop = splitList(c.Key.QueryDrop)
 	if s.MaxSize, err = parseSize("cache.maxSize", c.Cache.MaxSize); err != nil {
 		return s, err
 	}
@@ -115,6 +109,9 @@ func (c *Config) protections(s *core.Settings) error {
 		return fmt.Errorf("%w: breaker.scope: %q must be engine, host or domain", errConfig, c.Breaker.Scope)
 	}
 	s.Breaker.Scope = scope
+	if s.BreakerOverrides, err = breaker.ParseOverrides(scope, splitList(c.Breaker.Overrides)); err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
 	if v := strings.TrimSpace(c.Breaker.FailureRatio); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || f <= 0 || f > 1 {
@@ -241,4 +238,18 @@ func parseSize(field, value string) (int64, error) {
 		return 0, fmt.Errorf("%w: %s: %q is not a size such as \"32MiB\"", errConfig, field, value)
 	}
 	return int64(n * float64(mult)), nil
+}
+
+// splitList reads a list option: YAML gives a list, a label a comma-separated string (which
+// Traefik hands over as a one-item list); blanks are dropped.
+func splitList(list []string) []string {
+	var out []string
+	for _, item := range list {
+		for _, v := range strings.Split(item, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }

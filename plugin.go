@@ -106,6 +106,11 @@ type BreakerConfig struct {
 	MaxOpenFor string `json:"maxOpenFor,omitempty"`
 	// CountStatus500 counts a 500 as a failure ("false": a 500 is the origin answering).
 	CountStatus500 string `json:"countStatus500,omitempty"`
+	// Overrides give scope keys parameters of their own, one string each:
+	// "api.example.com: window=30s failureRatio=0.3" (names: window, minRequests,
+	// failureRatio, openFor, maxOpenFor). A list, not a map: hosts hold dots, which labels
+	// would split into nested keys.
+	Overrides []string `json:"overrides,omitempty"`
 }
 
 // NegativeConfig is the negative cache: a key whose fetch failed on origin health with

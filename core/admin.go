@@ -1,7 +1,6 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -87,17 +86,24 @@ func (o operator) State(now time.Time) admin.State {
 }
 
 func breakerView(b breaker.Status, now time.Time) admin.Breaker {
-	v := admin.Breaker{
-		Key:      b.Key,
-		State:    breaker.StateName(b.State),
-		Trips:    b.Trips,
-		Requests: b.OK + b.Failures,
-		Failures: b.Failures,
+	return admin.Breaker{
+		Key:        scopeLabel(b.Key),
+		State:      breaker.StateName(b.State),
+		OpenLeft:   b.OpenLeft.Seconds(),
+		OpenedBy:   b.OpenedBy,
+		LastStatus: b.LastFailure,
+		Trips:      b.Trips,
+		Requests:   b.OK + b.Failures,
+		Failures:   b.Failures,
+		Declared:   b.Declared,
+		Params: []admin.Param{
+			{Name: "window", Value: b.Window.String(), Override: b.Override.Window != 0},
+			{Name: "minRequests", Value: fmt.Sprint(b.MinRequests), Override: b.Override.MinRequests != 0},
+			{Name: "failureRatio", Value: fmt.Sprint(b.FailureRatio), Override: b.Override.FailureRatio != 0},
+			{Name: "openFor", Value: b.OpenFor.String(), Override: b.Override.OpenFor != 0},
+			{Name: "maxOpenFor", Value: b.MaxOpenFor.String(), Override: b.Override.MaxOpenFor != 0},
+		},
 	}
-	if b.State == breaker.StateOpen {
-		v.OpenLeft = b.OpenUntil.Sub(now).Seconds()
-	}
-	return v
 }
 
 // breakerParams lists the parameters an operator may override, as breaker.overrides
@@ -212,26 +218,41 @@ func (o operator) storeView() admin.Store {
 	return v
 }
 
+// scopeKey is the key of the breaker that watches what an operator named: a host, or a key
+// as the page lists it ("engine" for the engine's one breaker).
+func (o operator) scopeKey(key string) string {
+	if key == "engine" {
+		key = ""
+	}
+	return breaker.ScopeKey(o.e.breakerScope, key)
+}
+
 func (o operator) OpenBreaker(key string, d time.Duration) error {
-	openBreaker(o.e, o.e.breakers.Get(key, o.e.now()), d)
+	openBreaker(o.e, o.e.breakers.Get(o.scopeKey(key), o.e.now()), d)
 	return nil
 }
 
 func (o operator) CloseBreaker(key string) error {
-	return closeBreaker(o.e, key)
+	return closeBreaker(o.e, o.scopeKey(key))
 }
 
 func (o operator) SetOverride(key, params string) error {
-	return errors.New("breaker overrides: not available")
+	ov, err := breaker.ParseOverrideParams(params)
+	if err != nil {
+		return err
+	}
+	return o.e.breakers.SetOverride(o.scopeKey(key), ov)
 }
 
 func (o operator) RemoveOverride(key string) error {
-	return errors.New("breaker overrides: not available")
+	if !o.e.breakers.RemoveOverride(o.scopeKey(key)) {
+		return fmt.Errorf("key: %q has no override", key)
+	}
+	return nil
 }
 
 func (o operator) DeclareBreaker(key string) error {
-	o.e.breakers.Get(key, o.e.now())
-	return nil
+	return o.e.breakers.Declare(o.scopeKey(key))
 }
 
 func (o operator) WriteMetrics(w io.Writer) error {

@@ -103,6 +103,8 @@ func askBreaker(h *Handler, t *ticket, host string) *refusal {
 	}
 	if t.permit.Probe {
 		t.record = true
+		e := h.e
+		e.events.current().Emit(events.BreakerHalfOpen, events.Str("scope", scopeLabel(b.Key())))
 	}
 	return nil
 }
@@ -154,7 +156,31 @@ func recordOutcome(h *Handler, t *ticket, status int) {
 	// a 500 only with breaker.countStatus500, anything else the origin answering (FR-CB-1,
 	// FR-CB-2).
 	failed := status == 502 || status == 503 || status == 504 || (status == 500 && h.s.BreakerCountStatus500)
-	t.b.Record(t.permit, status, failed, now)
+	if change := t.b.Record(t.permit, status, failed, now); change != breaker.Unchanged {
+		breakerChanged(h.e, t.b, change, now)
+	}
+}
+
+// breakerChanged writes the event of a breaker that a result opened or closed: once per
+// change, since Record reports a change to one caller only.
+func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
+	st := b.Status(now)
+	key := scopeLabel(b.Key())
+	switch change {
+	case breaker.Tripped:
+		ratio := 0.0
+		if n := st.TripOK + st.TripFailures; n > 0 {
+			ratio = float64(st.TripFailures) / float64(n)
+		}
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", "failure-ratio"),
+			events.Float("ratio", ratio), events.Int("failures", st.TripFailures), events.Int("requests", st.TripOK+st.TripFailures),
+			events.Dur("open_for", st.OpenLeft))
+	case breaker.Reopened:
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", "probe-failed"),
+			events.Dur("open_for", st.OpenLeft))
+	case breaker.Recovered:
+		e.events.current().Emit(events.BreakerClosed, events.Str("scope", key))
+	}
 }
 
 // breakerOf is the breaker of host's upstream in e: its one breaker with scope engine, else

@@ -41,6 +41,9 @@ type engine struct {
 	missConf    string
 	// anomalies keeps the recent miss-rate anomalies for the admin, across reloads.
 	anomalies *anomalyLog
+	// overridden lists the keys breaker.overrides gave parameters, so that a reload that
+	// drops one removes its override.
+	overridden []string
 	// metrics are the engine's metrics, across reloads.
 	metrics *engineMetrics
 	// events is the event log, across reloads; conf names every setting, so that a reload
@@ -147,6 +150,9 @@ func engineFor(name string, s Settings) (*engine, error) {
 	} else {
 		e.breakerSync.setStore(nil, s.Log)
 	}
+	if err := applyOverrides(e, old, s.BreakerOverrides); err != nil {
+		return nil, err
+	}
 	if s.Breaker.Scope == breaker.ScopeEngine {
 		e.breaker = e.breakers.Get(breaker.ScopeKey(breaker.ScopeEngine, ""), time.Time{})
 	}
@@ -182,4 +188,25 @@ func engineFor(name string, s Settings) (*engine, error) {
 			events.Bool("cache_kept", old.store != nil && e.store == old.store))
 	}
 	return e, nil
+}
+
+// applyOverrides gives e's breakers the overrides of breaker.overrides, and removes those an
+// earlier configuration of the same group gave and this one does not.
+func applyOverrides(e, old *engine, list []breaker.KeyOverride) error {
+	keep := make(map[string]bool, len(list))
+	for _, ko := range list {
+		if err := e.breakers.SetOverride(ko.Key, ko.Override); err != nil {
+			return fmt.Errorf("%w: breaker.overrides: %v", ErrSettings, err)
+		}
+		keep[ko.Key] = true
+		e.overridden = append(e.overridden, ko.Key)
+	}
+	if old.breakers == e.breakers {
+		for _, key := range old.overridden {
+			if !keep[key] {
+				e.breakers.RemoveOverride(key)
+			}
+		}
+	}
+	return nil
 }

@@ -78,6 +78,9 @@ type Settings struct {
 	// says whether one breaker watches the engine, each host (empty: the default) or each
 	// registrable domain.
 	Breaker breaker.Settings
+	// BreakerOverrides give scope keys parameters of their own (breaker.overrides). Keys an
+	// operator overrode on the admin page keep theirs across reloads.
+	BreakerOverrides []breaker.KeyOverride
 	// BreakerCountStatus500 makes a 500 count as a failure; by default it is the origin
 	// answering.
 	BreakerCountStatus500 bool

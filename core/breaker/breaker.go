@@ -125,6 +125,9 @@ type Breaker struct {
 	// lastFailure is the HTTP status of the last failure recorded; 0 for none, or for
 	// failures that carry no status.
 	lastFailure int
+	// tripOK and tripFailures are the window's counts when the ratio last tripped it, for the
+	// event that says why it opened.
+	tripOK, tripFailures int
 	// ov is the key's own override, already applied to s (setOverride): its non-zero fields
 	// stand in for the group's defaults.
 	ov Override
@@ -265,6 +268,8 @@ func (b *Breaker) Record(p Permit, status int, failed bool, now time.Time) int {
 				b.mu.Unlock()
 				return Unchanged
 			}
+			b.tripOK = ok
+			b.tripFailures = failures
 		}
 		until = b.trip(now, b.s.OpenFor, r)
 	}

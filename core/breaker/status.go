@@ -30,6 +30,9 @@ type Status struct {
 	// LastFailure is the HTTP status of the last failure recorded, kept across closing;
 	// 0 for none.
 	LastFailure int
+	// TripOK and TripFailures are the window's counts when the failure ratio last tripped
+	// the breaker; zero before it ever did.
+	TripOK, TripFailures int
 	// OK and Failures are the results counted in the window (only while closed). Under
 	// ConsecutiveFailures, Failures is the current run of failures and OK is zero.
 	OK       int
@@ -58,7 +61,7 @@ func (b *Breaker) Status(now time.Time) Status {
 	b.mu.Lock()
 	st := Status{
 		Key: b.key, State: b.state(now), OpenUntil: b.openUntil, OpenedBy: b.opener,
-		LastFailure: b.lastFailure, Trips: b.trips,
+		LastFailure: b.lastFailure, Trips: b.trips, TripOK: b.tripOK, TripFailures: b.tripFailures,
 		Window: b.s.Window, MinRequests: b.s.MinRequests, FailureRatio: b.s.FailureRatio,
 		OpenFor: b.s.OpenFor, MaxOpenFor: b.s.MaxOpenFor, Override: b.ov,
 	}
