@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/gomodule/redigo v1.9.3 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pandatix/go-abnf v0.5.3 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
