@@ -81,7 +81,7 @@ func TestAdminAccess(t *testing.T) {
 		}
 	}
 	wantHit(t, "GET /adm/page after refused purges", get(t, tr, "/adm/page"))
-	wantReply(t, "PURGE with the token", send(t, tr, "PURGE", "/adm/page", bearer), http.StatusOK, "purged")
+	wantReply(t, "PURGE with the token", send(t, tr, "PURGE", "/adm/page", bearer), http.StatusOK, "purged\n")
 	wantMiss(t, "GET /adm/page after the purge", get(t, tr, "/adm/page"), "uri-miss", true)
 	wantCount(t, o, "/adm/page", 2)
 	for _, p := range []string{"/adm/_weir/", "/adm/_weir/api/state", "/adm/_weir/metrics", "/adn/_weir/api/state", "/adm/_weir/api/breakers/close"} {
