@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/internal/await"
 )
 
 // The engine's use of the origin concurrency budget (core/limit): which requests hold a slot
@@ -571,16 +572,7 @@ func limMeasure(t *testing.T, h *Handler, o *limFairOrigin, fc limFairConfig, ta
 			}
 		}(wk)
 	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(4 * testWait):
-		t.Fatalf("%s: %d requests on other paths hang", tag, fc.samples)
-	}
+	await.Group(t, &wg, 4*testWait, fmt.Sprintf("%s: %d requests on other paths", tag, fc.samples))
 	for _, p := range problems {
 		if p != "" {
 			t.Fatalf("%s: %s", tag, p)

@@ -155,36 +155,25 @@ func flood(t *testing.T, tr *Traefik, prefix string) floodResult {
 	}}
 	defer client.CloseIdleConnections()
 	res := floodResult{prefix: prefix}
-	var next, sent, failed, hits int64
+	var sent, failed, hits int64
 	var once sync.Once
-	var wg sync.WaitGroup
 	began := time.Now()
-	for c := 0; c < floodClients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				n := atomic.AddInt64(&next, 1) - 1
-				if n >= floodKeys {
-					return
-				}
-				atomic.AddInt64(&sent, 1)
-				status, hit, err := floodGet(ctx, client, tr.URL(prefix+strconv.FormatInt(n, 10)))
-				if ctx.Err() != nil {
-					atomic.AddInt64(&sent, -1)
-					return
-				}
-				if err != nil || status != http.StatusOK {
-					atomic.AddInt64(&failed, 1)
-					once.Do(func() { res.firstFailure = fmt.Sprintf("%s%d: status %d, %v", prefix, n, status, err) })
-				}
-				if hit {
-					atomic.AddInt64(&hits, 1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	eachIndex(ctx, floodClients, floodKeys, func(n int) {
+		atomic.AddInt64(&sent, 1)
+		status, hit, err := floodGet(ctx, client, tr.URL(prefix+strconv.Itoa(n)))
+		if ctx.Err() != nil {
+			// Cut off by floodMaxTime: not counted as sent.
+			atomic.AddInt64(&sent, -1)
+			return
+		}
+		if err != nil || status != http.StatusOK {
+			atomic.AddInt64(&failed, 1)
+			once.Do(func() { res.firstFailure = fmt.Sprintf("%s%d: status %d, %v", prefix, n, status, err) })
+		}
+		if hit {
+			atomic.AddInt64(&hits, 1)
+		}
+	})
 	res.took = time.Since(began)
 	res.sent, res.failed, res.hits = sent, failed, hits
 	return res

@@ -534,51 +534,34 @@ func limBurst(t *testing.T, tr *Traefik, paths []string, clients int, bound time
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	var next int64 = -1
 	took := make([]time.Duration, len(paths))
 	sent := make([]time.Time, len(paths))
 	var mu sync.Mutex // guards the fields of st filled by workers
 	st := limStats{statuses: map[string]int{}}
-	var wg sync.WaitGroup
 	began := time.Now()
-	for w := 0; w < clients; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(atomic.AddInt64(&next, 1))
-				if i >= len(paths) {
-					return
-				}
-				sent[i] = time.Now()
-				r, err := limGet(ctx, tr, paths[i])
-				took[i] = r.took
-				problem := ""
-				switch {
-				case err != nil:
-					problem = fmt.Sprintf("%s: %v", paths[i], err)
-				case check != nil:
-					problem = check(r)
-				}
-				mu.Lock()
-				st.statuses[limStatusKey(r)]++
-				if problem != "" {
-					st.errors++
-					if st.firstError == "" {
-						st.firstError = problem
-					}
-				}
-				mu.Unlock()
+	n := eachIndex(ctx, clients, len(paths), func(i int) {
+		sent[i] = time.Now()
+		r, err := limGet(ctx, tr, paths[i])
+		took[i] = r.took
+		problem := ""
+		switch {
+		case err != nil:
+			problem = fmt.Sprintf("%s: %v", paths[i], err)
+		case check != nil:
+			problem = check(r)
+		}
+		mu.Lock()
+		st.statuses[limStatusKey(r)]++
+		if problem != "" {
+			st.errors++
+			if st.firstError == "" {
+				st.firstError = problem
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		mu.Unlock()
+	})
 	st.began = began
 	st.elapsed = time.Since(began)
-	n := int(atomic.LoadInt64(&next))
-	if n > len(paths) {
-		n = len(paths)
-	}
 	if n < len(paths) {
 		t.Fatalf("burst of %d requests: only %d answered within %v", len(paths), n, bound)
 	}

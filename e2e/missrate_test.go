@@ -10,8 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -48,28 +46,15 @@ func mrLoad(tr *Traefik, urls []string, rate int) ([]mrReply, time.Duration) {
 // mrLoadPaced is mrLoad with request i sent no earlier than due(i) after the start.
 func mrLoadPaced(tr *Traefik, urls []string, due func(i int) time.Duration) ([]mrReply, time.Duration) {
 	replies := make([]mrReply, len(urls))
-	var next int64 = -1
-	var wg sync.WaitGroup
 	begin := time.Now()
-	for c := 0; c < mrClients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(atomic.AddInt64(&next, 1))
-				if i >= len(urls) {
-					return
-				}
-				if wait := time.Until(begin.Add(due(i))); wait > 0 {
-					time.Sleep(wait)
-				}
-				sent := time.Since(begin)
-				replies[i] = mrSend(tr, urls[i])
-				replies[i].sent = sent
-			}
-		}()
-	}
-	wg.Wait()
+	eachIndex(context.Background(), mrClients, len(urls), func(i int) {
+		if wait := time.Until(begin.Add(due(i))); wait > 0 {
+			time.Sleep(wait)
+		}
+		sent := time.Since(begin)
+		replies[i] = mrSend(tr, urls[i])
+		replies[i].sent = sent
+	})
 	return replies, time.Since(begin)
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/internal/await"
 )
 
 // The shared store end to end (FR-STF-1, FR-STF-2): Weir instances in separate Traefik
@@ -407,16 +408,8 @@ func faultLoad(t *testing.T, targets []*Traefik, keys []string, bodies map[strin
 	if fault != nil {
 		fault()
 	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(faultDuration + 30*time.Second):
-		t.Fatalf("fault load hangs: clients still busy %v after it should have ended", faultDuration+30*time.Second)
-	}
+	// Past faultDuration and a margin, clients still busy are stuck.
+	await.Group(t, &wg, faultDuration+30*time.Second, "fault load")
 	f.elapsed = time.Since(began)
 	return f
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/await"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -331,16 +333,7 @@ func TestConcurrentUse(t *testing.T) {
 			results <- anomalies
 		}(w)
 	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("concurrent Observe and AllowFetch hang")
-	}
+	await.Group(t, &wg, 10*time.Second, "concurrent Observe and AllowFetch")
 	close(results)
 	total := 0
 	for n := range results {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/await"
 )
 
 // t0 is the start of every test's clock.
@@ -212,16 +214,7 @@ func TestConcurrentUse(t *testing.T) {
 			}
 		}(g)
 	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("concurrent Record, Lookup and Forget hang")
-	}
+	await.Group(t, &wg, 10*time.Second, "concurrent Record, Lookup and Forget")
 	if c.Len() > 16 {
 		t.Errorf("Len() = %d, want at most 16", c.Len())
 	}
