@@ -160,7 +160,8 @@ func flood(t *testing.T, tr *Traefik, prefix string) floodResult {
 	began := time.Now()
 	eachIndex(ctx, floodClients, floodKeys, func(n int) {
 		atomic.AddInt64(&sent, 1)
-		status, hit, err := floodGet(ctx, client, tr.URL(prefix+strconv.Itoa(n)))
+		r, err := fetch(ctx, client, requestTimeout, http.MethodGet, tr.URL(prefix+strconv.Itoa(n)), nil)
+		status, hit := r.status, r.cacheStatus().hit()
 		if ctx.Err() != nil {
 			// Cut off by floodMaxTime: not counted as sent.
 			atomic.AddInt64(&sent, -1)
@@ -177,20 +178,6 @@ func flood(t *testing.T, tr *Traefik, prefix string) floodResult {
 	res.took = time.Since(began)
 	res.sent, res.failed, res.hits = sent, failed, hits
 	return res
-}
-
-func floodGet(ctx context.Context, client *http.Client, url string) (int, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, false, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, false, err
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, parseCacheStatus(resp.Header.Values("Cache-Status")).hit(), err
 }
 
 // hugeHeader sends one GET with a header value of size bytes and returns the status, or the

@@ -358,25 +358,8 @@ func cbLoop(t *testing.T, tr *Traefik, cbo *cbOrigin, paths []string, cached map
 }
 
 func cbSend(tr *Traefik, path string) cbReply {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
-	if err != nil {
-		return cbReply{path: path, err: err}
-	}
-	resp, err := tr.Client().Do(req)
-	if err != nil {
-		return cbReply{path: path, err: err}
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return cbReply{
-		path:       path,
-		status:     resp.StatusCode,
-		cs:         parseCacheStatus(resp.Header.Values("Cache-Status")),
-		retryAfter: resp.Header.Get("Retry-After"),
-		err:        err,
-	}
+	r, err := fetch(context.Background(), tr.Client(), requestTimeout, http.MethodGet, tr.URL(path), nil)
+	return cbReply{path: path, status: r.status, cs: r.cacheStatus(), retryAfter: r.header.Get("Retry-After"), err: err}
 }
 
 // cbTimeline is a table of the loop, one line a second: requests sent, origin hits, 503s,

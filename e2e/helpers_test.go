@@ -121,29 +121,43 @@ func (r reply) cacheStatus() cacheStatus {
 	return parseCacheStatus(r.header.Values("Cache-Status"))
 }
 
+// requestTimeout bounds one request of a test, answer read whole.
+const requestTimeout = 20 * time.Second
+
 // send makes one request through Traefik's web entry point.
 func send(t *testing.T, tr *Traefik, method, path string, header map[string]string) reply {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, tr.URL(path), nil)
+	r, err := fetch(context.Background(), tr.Client(), requestTimeout, method, tr.URL(path), header)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// fetch makes one request with client and reads its answer whole, giving up after within or
+// when ctx ends. took runs from sending the request to the answer's last byte, or to the
+// error.
+func fetch(ctx context.Context, client *http.Client, within time.Duration, method, url string, header map[string]string) (reply, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return reply{}, err
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
 	began := time.Now()
-	resp, err := tr.Client().Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return reply{took: time.Since(began)}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, path, err)
+		err = fmt.Errorf("read body: %w", err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(body), took: time.Since(began)}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(body), took: time.Since(began)}, err
 }
 
 func get(t *testing.T, tr *Traefik, path string) reply {

@@ -640,28 +640,9 @@ func limPercentile(sorted []time.Duration, p int) time.Duration {
 
 // limGet sends one GET and reads its answer whole.
 func limGet(ctx context.Context, tr *Traefik, path string) (limReply, error) {
-	r := limReply{path: path}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
-	if err != nil {
-		return r, err
-	}
-	began := time.Now()
-	resp, err := tr.Client().Do(req)
-	if err != nil {
-		r.took = time.Since(began)
-		return r, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	r.took = time.Since(began)
-	r.status = resp.StatusCode
-	r.cs = parseCacheStatus(resp.Header.Values("Cache-Status"))
-	r.retry = resp.Header.Get("Retry-After")
-	r.header = resp.Header
-	r.body = string(b)
-	return r, err
+	r, err := fetch(ctx, tr.Client(), 30*time.Second, http.MethodGet, tr.URL(path), nil)
+	return limReply{path: path, status: r.status, cs: r.cacheStatus(), retry: r.header.Get("Retry-After"),
+		header: r.header, body: r.body, took: r.took}, err
 }
 
 // limPeak raises *peak to n if n is larger.

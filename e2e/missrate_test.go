@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"math/rand"
 	"net/http"
@@ -59,20 +58,8 @@ func mrLoadPaced(tr *Traefik, urls []string, due func(i int) time.Duration) ([]m
 }
 
 func mrSend(tr *Traefik, path string) mrReply {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
-	if err != nil {
-		return mrReply{path: path, err: err}
-	}
-	resp, err := tr.Client().Do(req)
-	if err != nil {
-		return mrReply{path: path, err: err}
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return mrReply{path: path, status: resp.StatusCode, cs: parseCacheStatus(resp.Header.Values("Cache-Status")),
-		retryAfter: resp.Header.Get("Retry-After"), err: err}
+	r, err := fetch(context.Background(), tr.Client(), requestTimeout, http.MethodGet, tr.URL(path), nil)
+	return mrReply{path: path, status: r.status, cs: r.cacheStatus(), retryAfter: r.header.Get("Retry-After"), err: err}
 }
 
 // mrAnomalies returns the miss_rate_anomaly lines the middleware mw (as named in the dynamic
