@@ -101,9 +101,7 @@ func TestStorability(t *testing.T) {
 				t.Errorf("first answer = %d %q, want %d body", w.Code, w.Body.String(), status)
 			}
 			if tc.wantSecond == "" {
-				if got := o.callCount(); got != tc.wantOrigins {
-					t.Errorf("origin calls = %d, want %d", got, tc.wantOrigins)
-				}
+				wantCalls(t, o, tc.wantOrigins)
 				return
 			}
 			w = do(t, h, http.MethodGet, "http://example.com/s", tc.reqHeader...)
@@ -118,9 +116,7 @@ func TestStorability(t *testing.T) {
 					t.Errorf("Age = %q, want %q", got, tc.wantAge)
 				}
 			}
-			if got := o.callCount(); got != tc.wantOrigins {
-				t.Errorf("origin calls = %d, want %d", got, tc.wantOrigins)
-			}
+			wantCalls(t, o, tc.wantOrigins)
 		})
 	}
 }
@@ -150,9 +146,7 @@ func TestAgeAndDate(t *testing.T) {
 			t.Errorf("answer %d: Date = %q, want the origin's %q", i, got, date)
 		}
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // Hop-by-hop fields and the origin's Cache-Status are not stored.
@@ -271,23 +265,14 @@ func TestConditionalRevalidation(t *testing.T) {
 	if got := w.Header().Get("Cache-Control"); got != "max-age=30" {
 		t.Errorf("Cache-Control of the refreshed entry = %q, want max-age=30", got)
 	}
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 }
 
 // An answer with a validator and no freshness is stored but never served without asking:
 // no TTL is invented.
 func TestValidatorOnlyIsRevalidatedEveryTime(t *testing.T) {
 	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Etag", `"e"`)
-		if r.Header.Get("If-None-Match") == `"e"` {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		w.Write([]byte("data"))
-	})
+	o := validatingOrigin(t, `"e"`, nil, "data")
 	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/validator"
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=uri-miss; stored", "data")
@@ -295,9 +280,7 @@ func TestValidatorOnlyIsRevalidatedEveryTime(t *testing.T) {
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=stale; stored; fwd-status=304", "data")
 	clock.Add(time.Second)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=stale; stored; fwd-status=304", "data")
-	if got := o.callCount(); got != 3 {
-		t.Errorf("origin calls = %d, want 3", got)
-	}
+	wantCalls(t, o, 3)
 }
 
 // A changed answer to a conditional request replaces the stored one.
@@ -360,9 +343,7 @@ func TestClientConditionalOnHit(t *testing.T) {
 			}
 		})
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // Cache-Control: immutable says nothing to a shared cache once the answer is stale: it is
@@ -379,15 +360,7 @@ func TestImmutableStaleIsRevalidated(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Cache-Control", "max-age=2, immutable")
-				w.Header().Set("Etag", `"abcd"`)
-				if r.Header.Get("If-None-Match") == `"abcd"` {
-					w.WriteHeader(http.StatusNotModified)
-					return
-				}
-				w.Write([]byte("data"))
-			})
+			o := validatingOrigin(t, `"abcd"`, []string{"Cache-Control", "max-age=2, immutable"}, "data")
 			h := newTestHandler(t, Settings{Now: clock.Now}, o)
 			const url = "http://example.com/immutable"
 			do(t, h, http.MethodGet, url)
@@ -430,9 +403,7 @@ func TestIfModifiedSinceWithoutLastModified(t *testing.T) {
 			if w.Code != tc.wantStatus {
 				t.Errorf("status = %d, want %d", w.Code, tc.wantStatus)
 			}
-			if got := o.callCount(); got != 1 {
-				t.Errorf("origin calls = %d, want 1", got)
-			}
+			wantCalls(t, o, 1)
 		})
 	}
 }
@@ -441,10 +412,7 @@ func TestIfModifiedSinceWithoutLastModified(t *testing.T) {
 // one background fetch refreshes it.
 func TestStaleWhileRevalidate(t *testing.T) {
 	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=10, stale-while-revalidate=60")
-		w.Write([]byte("v" + strconv.Itoa(n)))
-	})
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=10, stale-while-revalidate=60"})
 	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/swr"
 	do(t, h, http.MethodGet, url)
@@ -466,9 +434,7 @@ func TestStaleWhileRevalidate(t *testing.T) {
 	o.release(2)
 	waitIdle(t, h)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "v2")
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 
 	// Past the window the client waits for the origin.
 	clock.Add(100 * time.Second)
@@ -525,22 +491,14 @@ func TestStaleIfError(t *testing.T) {
 		{desc: "502", errStatus: 502, advance: 20 * time.Second, wantStatus: 200, wantCS: "Weir; hit; ttl=-10; detail=stale-if-error", wantBody: "good"},
 		{desc: "503", errStatus: 503, advance: 20 * time.Second, wantStatus: 200, wantCS: "Weir; hit; ttl=-10; detail=stale-if-error", wantBody: "good"},
 		{desc: "504", errStatus: 504, advance: 20 * time.Second, wantStatus: 200, wantCS: "Weir; hit; ttl=-10; detail=stale-if-error", wantBody: "good"},
-		{desc: "404 is an answer, not an error", errStatus: 404, advance: 20 * time.Second, wantStatus: 404, wantCS: "Weir; fwd=stale; detail=no-freshness", wantBody: "bad"},
-		{desc: "501 is an answer, not an error", errStatus: 501, advance: 20 * time.Second, wantStatus: 501, wantCS: "Weir; fwd=stale; detail=no-freshness", wantBody: "bad"},
-		{desc: "past the window", errStatus: 503, advance: 200 * time.Second, wantStatus: 503, wantCS: "Weir; fwd=uri-miss; detail=origin-error", wantBody: "bad"},
+		{desc: "404 is an answer, not an error", errStatus: 404, advance: 20 * time.Second, wantStatus: 404, wantCS: "Weir; fwd=stale; detail=no-freshness", wantBody: "down"},
+		{desc: "501 is an answer, not an error", errStatus: 501, advance: 20 * time.Second, wantStatus: 501, wantCS: "Weir; fwd=stale; detail=no-freshness", wantBody: "down"},
+		{desc: "past the window", errStatus: 503, advance: 200 * time.Second, wantStatus: 503, wantCS: "Weir; fwd=uri-miss; detail=origin-error", wantBody: "down"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				if n == 1 {
-					w.Header().Set("Cache-Control", "max-age=10, stale-if-error=60")
-					w.Write([]byte("good"))
-					return
-				}
-				w.WriteHeader(tc.errStatus)
-				w.Write([]byte("bad"))
-			})
+			o := failingOrigin(t, 1, []string{"Cache-Control", "max-age=10, stale-if-error=60"}, "good", tc.errStatus)
 			h := newTestHandler(t, Settings{Now: clock.Now}, o)
 			const url = "http://example.com/sie"
 			do(t, h, http.MethodGet, url)
@@ -651,23 +609,14 @@ func TestBypass(t *testing.T) {
 // HEAD is served from stored GET answers, without a body.
 func TestHeadFromStorage(t *testing.T) {
 	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=10")
-		w.Header().Set("Etag", `"e"`)
-		w.Header().Set("Content-Type", "text/plain")
-		if r.Method == http.MethodHead {
-			// An origin behind a proxy sends no body for HEAD.
-			return
-		}
-		w.Write([]byte("full body " + strconv.Itoa(n)))
-	})
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=10", "Etag", `"e"`, "Content-Type", "text/plain"})
 	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/head"
 	do(t, h, http.MethodGet, url)
 	w := do(t, h, http.MethodHead, url)
 	wantAnswer(t, w, 200, "Weir; hit; ttl=10", "")
-	if got := w.Header().Get("Content-Length"); got != "11" {
-		t.Errorf("HEAD Content-Length = %q, want 11", got)
+	if got := w.Header().Get("Content-Length"); got != "2" {
+		t.Errorf("HEAD Content-Length = %q, want 2, the stored body's", got)
 	}
 
 	// A HEAD that finds the entry stale refreshes it with a GET: a stored answer must keep
@@ -684,36 +633,27 @@ func TestHeadFromStorage(t *testing.T) {
 	if got := w.Header().Get("Cache-Status"); got != "Weir; hit; ttl=10" {
 		t.Errorf("GET after the HEAD refresh: Cache-Status = %q, want a hit", got)
 	}
-	if got := w.Body.String(); got != "full body 2" {
-		t.Errorf("GET after the HEAD refresh: body = %q, want %q", got, "full body 2")
+	if got := w.Body.String(); got != "v2" {
+		t.Errorf("GET after the HEAD refresh: body = %q, want %q", got, "v2")
 	}
 }
 
 // A stale-while-revalidate refresh triggered by HEAD stores a whole GET answer too.
 func TestHeadBackgroundRefreshKeepsBody(t *testing.T) {
 	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=10, stale-while-revalidate=60")
-		if r.Method == http.MethodHead {
-			return
-		}
-		w.Write([]byte("body " + strconv.Itoa(n)))
-	})
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=10, stale-while-revalidate=60"})
 	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/head-swr"
 	do(t, h, http.MethodGet, url)
 	clock.Add(20 * time.Second)
 	wantAnswer(t, do(t, h, http.MethodHead, url), 200, "Weir; hit; ttl=-10", "")
 	waitIdle(t, h)
-	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "body 2")
+	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "v2")
 }
 
 // A client's no-cache makes Weir ask the origin even for a fresh entry.
 func TestClientNoCacheOnFreshEntry(t *testing.T) {
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		w.Write([]byte("v" + strconv.Itoa(n)))
-	})
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=60"})
 	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
 	const url = "http://example.com/ncf"
 	do(t, h, http.MethodGet, url)

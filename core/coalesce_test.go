@@ -41,9 +41,7 @@ func TestCoalesceOneFetch(t *testing.T) {
 	for _, f := range followers {
 		wantAnswer(t, awaitAnswer(t, f), 200, "Weir; fwd=uri-miss; collapsed", "shared 1")
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=60", "shared 1")
 }
 
@@ -89,9 +87,7 @@ func TestCoalesceAllArriveTogether(t *testing.T) {
 	if collapsed != n-1 {
 		t.Errorf("collapsed answers = %d, want %d", collapsed, n-1)
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // FR-COA-2: the fetch runs detached: a leader that hangs up does not cancel it, followers
@@ -127,9 +123,7 @@ func TestCoalesceLeaderHangsUp(t *testing.T) {
 	}
 	waitIdle(t, h)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=60", "survived")
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // A follower that hangs up leaves at once; the others are not disturbed.
@@ -177,9 +171,7 @@ func TestCoalesceLeaderMaxAge(t *testing.T) {
 	o.release(1)
 	wantAnswer(t, awaitAnswer(t, first), 200, "Weir; fwd=uri-miss; stored", "answer 1")
 	wantAnswer(t, awaitAnswer(t, early[0]), 200, "Weir; fwd=uri-miss; collapsed", "answer 1")
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 }
 
 // FR-COA-4: a follower waits at most FollowerMaxWait, then serves stale if allowed, or
@@ -222,122 +214,85 @@ func TestCoalesceFollowerMaxWait(t *testing.T) {
 			o.release(2)
 			awaitAnswer(t, leader)
 			wantAnswer(t, w, tc.wantCode, tc.wantCS, tc.wantBody)
-			if got := o.callCount(); got != tc.wantHits {
-				t.Errorf("origin calls = %d, want %d", got, tc.wantHits)
-			}
+			wantCalls(t, o, tc.wantHits)
 		})
 	}
 }
 
-// FR-COA-5: an origin error goes to every waiter; each serves stale if stale-if-error
-// allows it, and no follower retries.
-func TestCoalesceOriginErrorToEveryWaiter(t *testing.T) {
+// FR-COA-5, FR-COA-6: an origin error, or a panic in the fetch, goes to every waiter; each
+// serves stale if stale-if-error allows it, and no follower retries. A panic is recovered
+// and logged, answered 502 with nothing stored, and the flight is released.
+func TestCoalesceOriginFailureToEveryWaiter(t *testing.T) {
 	tests := []struct {
-		desc             string
-		stored           bool
-		wantCode         int
-		wantLeaderCS     string
-		wantFollowerCS   string
-		wantBody         string
-		wantOriginCalls  int
-		wantFollowerBody string
-	}{
-		{desc: "nothing stored", wantCode: 503,
-			wantLeaderCS: "Weir; fwd=uri-miss; detail=origin-error", wantFollowerCS: "Weir; fwd=uri-miss; collapsed; detail=origin-error",
-			wantBody: "down", wantFollowerBody: "down", wantOriginCalls: 1},
-		{desc: "stale-if-error", stored: true, wantCode: 200,
-			wantLeaderCS: "Weir; hit; ttl=-20; detail=stale-if-error", wantFollowerCS: "Weir; hit; ttl=-20; detail=stale-if-error",
-			wantBody: "good", wantFollowerBody: "good", wantOriginCalls: 2},
-	}
-	for _, tc := range tests {
-		t.Run(tc.desc, func(t *testing.T) {
-			clock := newFakeClock()
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				if tc.stored && n == 1 {
-					w.Header().Set("Cache-Control", "max-age=10, stale-if-error=600")
-					w.Write([]byte("good"))
-					return
-				}
-				w.WriteHeader(http.StatusServiceUnavailable)
-				w.Write([]byte("down"))
-			})
-			h := newTestHandler(t, Settings{Now: clock.Now}, o)
-			const url = "http://example.com/err"
-			errCall := 1
-			if tc.stored {
-				do(t, h, http.MethodGet, url)
-				clock.Add(30 * time.Second)
-				errCall = 2
-			}
-			o.hold(errCall)
-			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, errCall)
-			followers := startFollowers(t, h, url, 4)
-			o.release(errCall)
-			wantAnswer(t, awaitAnswer(t, leader), tc.wantCode, tc.wantLeaderCS, tc.wantBody)
-			for _, f := range followers {
-				wantAnswer(t, awaitAnswer(t, f), tc.wantCode, tc.wantFollowerCS, tc.wantFollowerBody)
-			}
-			if got := o.callCount(); got != tc.wantOriginCalls {
-				t.Errorf("origin calls = %d, want %d", got, tc.wantOriginCalls)
-			}
-		})
-	}
-}
-
-// FR-COA-5, FR-COA-6: a panic in the fetch is recovered, logged, delivered to every waiter
-// (stale if allowed, else 502), and the flight is released.
-func TestCoalesceOriginPanic(t *testing.T) {
-	tests := []struct {
-		desc           string
+		desc string
+		// panics: the failing origin call panics; otherwise it answers 503.
+		panics         bool
 		stored         bool
 		wantCode       int
 		wantLeaderCS   string
 		wantFollowerCS string
+		wantBody       string // "" leaves the body unchecked
 	}{
-		{desc: "nothing stored", wantCode: 502,
+		{desc: "error, nothing stored", wantCode: 503,
+			wantLeaderCS: "Weir; fwd=uri-miss; detail=origin-error", wantFollowerCS: "Weir; fwd=uri-miss; collapsed; detail=origin-error",
+			wantBody: "down"},
+		{desc: "error, stale-if-error", stored: true, wantCode: 200,
+			wantLeaderCS: "Weir; hit; ttl=-20; detail=stale-if-error", wantFollowerCS: "Weir; hit; ttl=-20; detail=stale-if-error",
+			wantBody: "good"},
+		{desc: "panic, nothing stored", panics: true, wantCode: 502,
 			wantLeaderCS: "Weir; fwd=uri-miss; detail=origin-panic", wantFollowerCS: "Weir; fwd=uri-miss; collapsed; detail=origin-panic"},
-		{desc: "stale-if-error", stored: true, wantCode: 200,
-			wantLeaderCS: "Weir; hit; ttl=-20; detail=stale-if-error", wantFollowerCS: "Weir; hit; ttl=-20; detail=stale-if-error"},
+		{desc: "panic, stale-if-error", panics: true, stored: true, wantCode: 200,
+			wantLeaderCS: "Weir; hit; ttl=-20; detail=stale-if-error", wantFollowerCS: "Weir; hit; ttl=-20; detail=stale-if-error",
+			wantBody: "good"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
 			logs := &testLog{}
-			panicCall := 1
+			failCall := 1
 			if tc.stored {
-				panicCall = 2
+				failCall = 2
 			}
 			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				if n == panicCall {
+				if n == failCall && tc.panics {
 					panic("origin bug")
 				}
+				if n == failCall {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					w.Write([]byte("down"))
+					return
+				}
 				w.Header().Set("Cache-Control", "max-age=10, stale-if-error=600")
-				w.Write([]byte("good " + strconv.Itoa(n)))
+				w.Write([]byte("good"))
 			})
 			h := newTestHandler(t, Settings{Now: clock.Now, Log: func(msg string) { logs.add(msg) }}, o)
-			const url = "http://example.com/panic"
+			const url = "http://example.com/err"
 			if tc.stored {
 				do(t, h, http.MethodGet, url)
 				clock.Add(30 * time.Second)
 			}
-			o.hold(panicCall)
+			o.hold(failCall)
 			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, panicCall)
-			followers := startFollowers(t, h, url, 3)
-			o.release(panicCall)
-			w := awaitAnswer(t, leader)
-			if w.Code != tc.wantCode || w.Header().Get("Cache-Status") != tc.wantLeaderCS {
-				t.Errorf("leader: %d %q, want %d %q", w.Code, w.Header().Get("Cache-Status"), tc.wantCode, tc.wantLeaderCS)
-			}
-			for _, f := range followers {
-				w := awaitAnswer(t, f)
-				if w.Code != tc.wantCode || w.Header().Get("Cache-Status") != tc.wantFollowerCS {
-					t.Errorf("follower: %d %q, want %d %q", w.Code, w.Header().Get("Cache-Status"), tc.wantCode, tc.wantFollowerCS)
+			o.waitEntered(t, failCall)
+			followers := startFollowers(t, h, url, 4)
+			o.release(failCall)
+			wantFailure := func(who string, w *httptest.ResponseRecorder, cs string) {
+				t.Helper()
+				if w.Code != tc.wantCode || w.Header().Get("Cache-Status") != cs {
+					t.Errorf("%s: %d %q, want %d %q", who, w.Code, w.Header().Get("Cache-Status"), tc.wantCode, cs)
+				}
+				if got := w.Body.String(); tc.wantBody != "" && got != tc.wantBody {
+					t.Errorf("%s: body = %q, want %q", who, got, tc.wantBody)
 				}
 			}
-			if got := o.callCount(); got != panicCall {
-				t.Errorf("origin calls = %d, want %d: followers must not retry", got, panicCall)
+			wantFailure("leader", awaitAnswer(t, leader), tc.wantLeaderCS)
+			for _, f := range followers {
+				wantFailure("follower", awaitAnswer(t, f), tc.wantFollowerCS)
+			}
+			// Followers do not retry.
+			wantCalls(t, o, failCall)
+			if !tc.panics {
+				return
 			}
 			if got := h.e.flights.InFlight(); got != 0 {
 				t.Errorf("flights after the panic = %d, want 0", got)
@@ -346,8 +301,7 @@ func TestCoalesceOriginPanic(t *testing.T) {
 				t.Errorf("log = %q, want one line about the panic", logged)
 			}
 			// The flight was released: the next request leads a new fetch.
-			w = do(t, h, http.MethodGet, url)
-			if w.Code != 200 || !strings.HasPrefix(w.Body.String(), "good") {
+			if w := do(t, h, http.MethodGet, url); w.Code != 200 || w.Body.String() != "good" {
 				t.Errorf("after the panic: %d %q, want a fresh answer", w.Code, w.Body.String())
 			}
 		})
@@ -562,9 +516,7 @@ func TestCoalesceTooLargeAnswer(t *testing.T) {
 	for _, f := range followers {
 		wantAnswer(t, awaitAnswer(t, f), 200, "Weir; fwd=uri-miss; detail=uncacheable", big)
 	}
-	if got := o.callCount(); got != 3 {
-		t.Errorf("origin calls = %d, want 3", got)
-	}
+	wantCalls(t, o, 3)
 }
 
 // FR-COA-8: a request with Authorization that finds nothing stored neither waits on nor
@@ -629,10 +581,7 @@ func TestCoalesceVaryOtherVariant(t *testing.T) {
 // no-cache) join it instead of starting another fetch.
 func TestCoalesceJoinsBackgroundRefresh(t *testing.T) {
 	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=10, stale-while-revalidate=60")
-		w.Write([]byte("v" + strconv.Itoa(n)))
-	})
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=10, stale-while-revalidate=60"})
 	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/refresh-join"
 	do(t, h, http.MethodGet, url)
@@ -644,9 +593,7 @@ func TestCoalesceJoinsBackgroundRefresh(t *testing.T) {
 	waitFollowers(t, h, url, 1)
 	o.release(2)
 	wantAnswer(t, awaitAnswer(t, waiting), 200, "Weir; fwd=stale; collapsed", "v2")
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 }
 
 // An answer to a credentialed request that may not be shared says nothing about the answer

@@ -32,9 +32,7 @@ func TestMissThenHit(t *testing.T) {
 	if got, want := w.Body.String(), "hello"; got != want {
 		t.Errorf("body = %q, want %q", got, want)
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // serverRequest is a request as net/http's server hands it on: parsed from a request line,

@@ -381,7 +381,5 @@ func TestRefreshOverTheLimitMarksPass(t *testing.T) {
 	if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=uri-miss; detail=uncacheable" {
 		t.Errorf("after the refresh: Cache-Status = %q, want the key passed through", got)
 	}
-	if got := o.callCount(); got != 3 {
-		t.Errorf("origin calls = %d, want 3", got)
-	}
+	wantCalls(t, o, 3)
 }

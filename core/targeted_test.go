@@ -210,7 +210,5 @@ func TestRevalidationReadsTargetedField(t *testing.T) {
 	wantTargetedFields(t, 2, w.Header(), []string{"Cache-Control", "no-store"}, []string{"Surrogate-Control"})
 	clock.Add(50 * time.Second)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=50", "body")
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 }

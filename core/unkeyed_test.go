@@ -165,9 +165,7 @@ func TestUnkeyedReflectionPoisonsOnlyItsOwnKey(t *testing.T) {
 	// X-Original-Url /admin wrote nothing under /admin, and other hosts are untouched.
 	wantAnswer(t, do(t, h, http.MethodGet, "http://example.com/admin"), 200, "Weir; fwd=uri-miss; stored", "page")
 	wantAnswer(t, do(t, h, http.MethodGet, "http://other.example/p"), 200, "Weir; fwd=uri-miss; stored", "page")
-	if got := o.callCount(); got != 3 {
-		t.Errorf("origin calls = %d, want 3", got)
-	}
+	wantCalls(t, o, 3)
 }
 
 // An origin that names the header it reflects in Vary gets one entry per value: the
@@ -189,9 +187,7 @@ func TestUnkeyedHeaderNamedInVaryIsKeyed(t *testing.T) {
 	if got, want := w.Header().Get("Cache-Status"), "Weir; hit; ttl=60"; got != want {
 		t.Errorf("repeated poisoned request: Cache-Status = %q, want %q", got, want)
 	}
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 }
 
 // X-HTTP-Method-Override is not a method: a GET carrying "POST" or "DELETE" is a GET, which
@@ -205,7 +201,5 @@ func TestUnkeyedMethodOverrideDoesNotInvalidate(t *testing.T) {
 	for _, m := range []string{"POST", "DELETE", "PURGE"} {
 		wantAnswer(t, do(t, h, http.MethodGet, url, "X-Http-Method-Override", m), 200, "Weir; hit; ttl=60", "kept")
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
