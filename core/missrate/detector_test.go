@@ -3,7 +3,6 @@ package missrate
 import (
 	"hash/maphash"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -312,28 +311,22 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	const workers = 4
 	results := make(chan int, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			anomalies := 0
-			// One instant for all: a clock that went backwards between workers would start
-			// new windows.
-			now := t0
-			for i := 0; i < 500; i++ {
-				p := "https://shop.example/p/" + strconv.Itoa(i%7)
-				if i%5 == 0 {
-					Hit(d, p)
-				} else if Miss(d, p, "cb="+strconv.Itoa(i*w), now) != nil {
-					anomalies++
-				}
-				AllowFetch(d, p, now)
+	await.Goroutines(t, workers, 10*time.Second, "concurrent Observe and AllowFetch", func(w int) {
+		anomalies := 0
+		// One instant for all: a clock that went backwards between workers would start new
+		// windows.
+		now := t0
+		for i := 0; i < 500; i++ {
+			p := "https://shop.example/p/" + strconv.Itoa(i%7)
+			if i%5 == 0 {
+				Hit(d, p)
+			} else if Miss(d, p, "cb="+strconv.Itoa(i*w), now) != nil {
+				anomalies++
 			}
-			results <- anomalies
-		}(w)
-	}
-	await.Group(t, &wg, 10*time.Second, "concurrent Observe and AllowFetch")
+			AllowFetch(d, p, now)
+		}
+		results <- anomalies
+	})
 	close(results)
 	total := 0
 	for n := range results {

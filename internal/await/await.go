@@ -9,6 +9,23 @@ import (
 	"time"
 )
 
+// Goroutines runs f(0) to f(n-1), each on a goroutine of its own, and waits for them all
+// as Group does.
+func Goroutines(t testing.TB, n int, within time.Duration, what string, f func(g int)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		// g passed as an argument: Yaegi v0.16.1 keeps one loop variable for every
+		// iteration (docs/yaegi.md).
+		go func(g int) {
+			defer wg.Done()
+			f(g)
+		}(g)
+	}
+	Group(t, &wg, within, what)
+}
+
 // Group waits for wg's goroutines to return, failing the test if they have not within the
 // bound. what says what they do ("concurrent Record and Lookup").
 func Group(t testing.TB, wg *sync.WaitGroup, within time.Duration, what string) {

@@ -29,3 +29,23 @@ func TestGroupReturnsOnceTheGoroutinesEnd(t *testing.T) {
 		t.Errorf("Group returned with %d goroutines ended, want 3", ended)
 	}
 }
+
+func TestGoroutinesRunsEachIndexOnce(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]int{}
+	Goroutines(t, 4, 5*time.Second, "four goroutines", func(g int) {
+		mu.Lock()
+		seen[g]++
+		mu.Unlock()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for g := 0; g < 4; g++ {
+		if seen[g] != 1 {
+			t.Errorf("f(%d) ran %d times, want once", g, seen[g])
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("f ran for %d indexes, want 4: %v", len(seen), seen)
+	}
+}
