@@ -61,17 +61,7 @@ func TestFloodKeepsMemoryBounded(t *testing.T) {
 			"weir-flood": {"cache": map[string]interface{}{"maxSize": fmt.Sprintf("%dMiB", floodCacheMiB)}},
 		},
 	}
-	binary, root := requireTraefik(t)
-	tr, err := Start(Options{Binary: binary, Root: root, Dir: t.TempDir(), LogLevel: "ERROR"}, origin.URL, d)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("traefik log on failure:\n%s", tr.LogTail(40))
-		}
-		tr.Stop()
-	})
+	tr := startTraefikWith(t, Options{LogLevel: "ERROR"}, origin.URL, d)
 	pid := tr.cmd.Process.Pid
 
 	// Warm both routes so that the first reading already counts the interpreter's start-up

@@ -74,7 +74,7 @@ func suiteMiddleware() map[string]interface{} {
 // With WEIR_CONFORMANCE_ID=<test id>, only that test runs, and the requests and responses
 // the client and the origin saw are logged instead of a score: the way to study a failure.
 func TestConformance(t *testing.T) {
-	binary, root := requireTraefik(t)
+	requireTraefik(t)
 	repo, err := RepoRoot()
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -90,18 +90,7 @@ func TestConformance(t *testing.T) {
 		Routes:      []Route{{Name: "suite", Rule: "PathPrefix(`/`)", Middleware: "weir-suite"}},
 		Middlewares: map[string]map[string]interface{}{"weir-suite": suiteMiddleware()},
 	}
-	tr, err := Start(Options{Binary: binary, Root: root, Dir: t.TempDir()}, originURL, d)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("traefik log on failure:\n%s", tr.LogTail(60))
-		}
-		if err := tr.Stop(); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
+	tr := startTraefikWith(t, Options{}, originURL, d)
 	started := time.Now()
 
 	if id := os.Getenv("WEIR_CONFORMANCE_ID"); id != "" {

@@ -60,26 +60,41 @@ func newOrigin(t *testing.T) *Origin {
 	return o
 }
 
-// startTraefik starts Traefik for the test with the dynamic configuration d, stopping it
-// when the test ends and printing its log's tail if the test failed.
+// startTraefik starts Traefik for the test with the dynamic configuration d in front of
+// the origin o, stopping it when the test ends and printing its log's tail if the test
+// failed.
 func startTraefik(t *testing.T, o *Origin, d Dynamic) *Traefik {
 	t.Helper()
-	binary, root := requireTraefik(t)
+	return startTraefikWith(t, Options{}, o.URL, d)
+}
+
+// startTraefikWith is startTraefik with opts (its Binary, Root and Dir filled in), in front
+// of the origin at originURL.
+func startTraefikWith(t *testing.T, opts Options, originURL string, d Dynamic) *Traefik {
+	t.Helper()
+	opts.Binary, opts.Root = requireTraefik(t)
+	opts.Dir = t.TempDir()
 	began := time.Now()
-	tr, err := Start(Options{Binary: binary, Root: root, Dir: t.TempDir()}, o.URL, d)
+	tr, err := Start(opts, originURL, d)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
 	t.Logf("traefik ready in %v", time.Since(began).Round(time.Millisecond))
+	stopAtEnd(t, "traefik", func() string { return tr.LogTail(60) }, tr.Stop)
+	return tr
+}
+
+// stopAtEnd stops a process the test started when the test ends, first printing its log's
+// tail if the test failed.
+func stopAtEnd(t *testing.T, name string, logTail func() string, stop func() error) {
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("traefik log on failure:\n%s", tr.LogTail(60))
+			t.Logf("%s log on failure:\n%s", name, logTail())
 		}
-		if err := tr.Stop(); err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("%v", err)
 		}
 	})
-	return tr
 }
 
 // apply reloads Traefik with d, failing the test if the new configuration is not served.

@@ -76,14 +76,7 @@ func startRedis(t *testing.T, port int) *Redis {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("redis log on failure:\n%s", r.LogTail(30))
-		}
-		if err := r.Close(); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
+	stopAtEnd(t, "redis", func() string { return r.LogTail(30) }, r.Close)
 	return r
 }
 
@@ -135,15 +128,8 @@ func startPair(t *testing.T, o *Origin, d Dynamic) (a, b *Traefik) {
 		if tr == nil {
 			continue
 		}
-		tr, name := tr, string(rune('A'+i))
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("traefik %s log on failure:\n%s", name, tr.LogTail(60))
-			}
-			if err := tr.Stop(); err != nil {
-				t.Errorf("traefik %s: %v", name, err)
-			}
-		})
+		tr := tr
+		stopAtEnd(t, "traefik "+string(rune('A'+i)), func() string { return tr.LogTail(60) }, tr.Stop)
 	}
 	for i, err := range errs {
 		if err != nil {
@@ -679,12 +665,7 @@ func TestRedisBenchmark(t *testing.T) {
 			"weir-mem":   nil,
 		},
 	}
-	binary, root := requireTraefik(t)
-	tr, err := Start(Options{Binary: binary, Root: root, Dir: t.TempDir(), LogLevel: "ERROR"}, o.URL, d)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() { tr.Stop() })
+	tr := startTraefikWith(t, Options{LogLevel: "ERROR"}, o.URL, d)
 
 	for _, path := range []string{"/redis/item", "/rget/item", "/mem/item"} {
 		get(t, tr, path)
