@@ -297,14 +297,3 @@ func short(s string) string {
 	}
 	return s
 }
-
-// answer is an origin handler that sets the headers and writes body.
-func answer(cacheControl, body string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if cacheControl != "" {
-			w.Header().Set("Cache-Control", cacheControl)
-		}
-		io.WriteString(w, body)
-	}
-}

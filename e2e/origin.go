@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -106,4 +108,29 @@ func (o *Origin) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h(w, r)
+}
+
+// versioned answers GETs with max-age=60 and a body that counts them (v1, v2, ...), and
+// other methods with 200 "done".
+func versioned() http.HandlerFunc {
+	var gets int64
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			io.WriteString(w, "done")
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=60")
+		fmt.Fprintf(w, "v%d", atomic.AddInt64(&gets, 1))
+	}
+}
+
+// answer is an origin handler that sets the headers and writes body.
+func answer(cacheControl, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if cacheControl != "" {
+			w.Header().Set("Cache-Control", cacheControl)
+		}
+		io.WriteString(w, body)
+	}
 }

@@ -172,20 +172,6 @@ func callT(t *testing.T, tr *Traefik, method, path string) reply {
 	return r
 }
 
-// versioned answers GETs with max-age=60 and a body that counts them (v1, v2, ...), and
-// other methods with 200 "done".
-func versioned() http.HandlerFunc {
-	var gets int64
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			io.WriteString(w, "done")
-			return
-		}
-		w.Header().Set("Cache-Control", "max-age=60")
-		fmt.Fprintf(w, "v%d", atomic.AddInt64(&gets, 1))
-	}
-}
-
 // TestRedisSharedStore: two Traefik processes share one Redis. An answer stored through A
 // is a hit on B; a PURGE through A, and a POST through A that the origin accepts (RFC 9111
 // §4.4), make the next GET on B a miss.

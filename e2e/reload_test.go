@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -28,11 +27,7 @@ const (
 // are made starts it empty.
 func TestReloadKeepsCache(t *testing.T) {
 	o := newOrigin(t)
-	var n int64
-	o.Handle("/reload/a", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		fmt.Fprintf(w, "v%d", atomic.AddInt64(&n, 1))
-	})
+	o.Handle("/reload/a", versioned())
 	o.Handle("/other/a", answer("", "other"))
 	base := cachedRoute("reload", "/reload", "weir-reload", specConfig())
 	tr := startTraefik(t, o, base)
@@ -147,11 +142,7 @@ func goroutines(t *testing.T, tr *Traefik) int {
 // request through each is stored twice.
 func TestMiddlewaresIsolated(t *testing.T) {
 	o := newOrigin(t)
-	var n int64
-	o.Handle("/iso/a", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		fmt.Fprintf(w, "v%d", atomic.AddInt64(&n, 1))
-	})
+	o.Handle("/iso/a", versioned())
 	// Both routers match the same URI on the same host, so only the middleware tells the
 	// requests apart.
 	d := Dynamic{
