@@ -109,9 +109,9 @@ func newFromSection(t *testing.T, name string, section map[string]interface{}) (
 	return c, set
 }
 
-// fixtureMiddlewares lists Weir's middlewares of every fixture matching pattern, read with
-// read.
-func fixtureMiddlewares(t *testing.T, pattern string, read func(name string) (map[string]map[string]interface{}, error)) map[string]map[string]map[string]interface{} {
+// fixtureMiddlewares lists Weir's middlewares of every configuration fixture matching
+// pattern.
+func fixtureMiddlewares(t *testing.T, pattern string) map[string]map[string]map[string]interface{} {
 	t.Helper()
 	names, err := fixture.Names(pattern)
 	if err != nil || len(names) == 0 {
@@ -119,7 +119,7 @@ func fixtureMiddlewares(t *testing.T, pattern string, read func(name string) (ma
 	}
 	out := map[string]map[string]map[string]interface{}{}
 	for _, name := range names {
-		mws, err := read(name)
+		mws, err := fixture.Middlewares(name, "weir")
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
@@ -131,26 +131,10 @@ func fixtureMiddlewares(t *testing.T, pattern string, read func(name string) (ma
 	return out
 }
 
-func readDynamic(name string) (map[string]map[string]interface{}, error) {
-	doc, err := fixture.ReadYAML(name)
-	if err != nil {
-		return nil, err
-	}
-	return fixture.Middlewares(doc, "weir")
-}
-
-func readLabels(name string) (map[string]map[string]interface{}, error) {
-	labels, err := fixture.ReadLabels(name)
-	if err != nil {
-		return nil, err
-	}
-	return fixture.LabelMiddlewares(labels, "weir")
-}
-
 // TestDynamicFixtures: each Weir middleware of testdata/dynamic decodes and New builds it;
 // every-setting.yml gives every key but store.url.
 func TestDynamicFixtures(t *testing.T) {
-	for file, mws := range fixtureMiddlewares(t, "dynamic/*.yml", readDynamic) {
+	for file, mws := range fixtureMiddlewares(t, "dynamic/*.yml") {
 		for mw, section := range mws {
 			_, set := newFromSection(t, file+"/"+mw, section)
 			if file != "dynamic/every-setting.yml" {
@@ -174,9 +158,9 @@ func TestDynamicFixtures(t *testing.T) {
 // TestLabelFixtures: each Weir middleware of testdata/labels decodes and New builds it, and
 // a label set gives the same settings as the dynamic configuration of the same name.
 func TestLabelFixtures(t *testing.T) {
-	for file, mws := range fixtureMiddlewares(t, "labels/*.txt", readLabels) {
+	for file, mws := range fixtureMiddlewares(t, "labels/*.txt") {
 		yml := "dynamic/" + strings.TrimSuffix(strings.TrimPrefix(file, "labels/"), ".txt") + ".yml"
-		yamlMws, err := readDynamic(yml)
+		yamlMws, err := fixture.Middlewares(yml, "weir")
 		if err != nil {
 			t.Fatalf("%s has no counterpart: %v", file, err)
 		}
