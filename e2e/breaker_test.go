@@ -166,7 +166,7 @@ func TestBreakerBrownout(t *testing.T) {
 		o.Handle(p, cbo.handler("no-store"))
 		paths = append(paths, p)
 	}
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["breaker"] = map[string]interface{}{
 		"scope": "host", "window": cbWindow.String(), "minRequests": "20", "failureRatio": "0.5",
 		"openFor": cbOpenFor.String(), "maxOpenFor": cbMaxOpenFor.String(), "countStatus500": "false",
@@ -441,7 +441,7 @@ func TestNegativeCacheRetryLoop(t *testing.T) {
 	o.Handle("/neg/auth", fail(http.StatusServiceUnavailable, ""))
 	o.Handle("/neg/502", fail(http.StatusBadGateway, ""))
 	o.Handle("/neg/504", fail(http.StatusGatewayTimeout, ""))
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["negative"] = map[string]interface{}{"ttl": ttl.String(), "maxEntries": "10000"}
 	conf["breaker"] = map[string]interface{}{"minRequests": "100000"}
 	tr := startTraefik(t, o, cachedRoute("neg", "/neg", "weir-neg", conf))

@@ -21,7 +21,7 @@ func TestCoalescing(t *testing.T) {
 		io.WriteString(w, body)
 	})
 	o.Handle("/warm", func(w http.ResponseWriter, r *http.Request) { time.Sleep(200 * time.Millisecond) })
-	d := cachedRoute("co", "/co", "weir-co", specConfig())
+	d := cachedRoute("co", "/co", "weir-co", specConfig(t))
 	d.Routes = append(d.Routes, Route{Name: "warm", Rule: "Path(`/warm`)"})
 	tr := startTraefik(t, o, d)
 	warmConnections(t, tr, "/warm", clients)

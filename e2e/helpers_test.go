@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/fixture"
 )
 
 // The Traefik binary and repository are found once for the whole package.
@@ -105,14 +107,26 @@ func apply(t *testing.T, tr *Traefik, d Dynamic) {
 	}
 }
 
-// specConfig is the middleware configuration of Weir's documentation, every section set.
-func specConfig() map[string]interface{} {
-	return map[string]interface{}{
-		"key":      map[string]interface{}{"queryDrop": []interface{}{"utm_source"}},
-		"cache":    map[string]interface{}{"maxSize": "32MiB", "maxEntrySize": "2MiB", "defaultTTL": "0s"},
-		"coalesce": map[string]interface{}{"leaderMaxAge": "10s", "followerMaxWait": "10s", "hitForMissTTL": "30s"},
-		"timeouts": map[string]interface{}{"origin": "30s", "store": "50ms"},
+// specConfig is the middleware configuration of Weir's documentation, every section set
+// but the store: weir-spec of testdata/dynamic/spec.yml.
+func specConfig(t *testing.T) map[string]interface{} {
+	t.Helper()
+	return fixtureMiddleware(t, "spec.yml", "weir-spec")
+}
+
+// fixtureMiddleware is Weir's configuration of the middleware mw in the dynamic
+// configuration file of testdata/dynamic, read afresh for the caller to change.
+func fixtureMiddleware(t *testing.T, file, mw string) map[string]interface{} {
+	t.Helper()
+	mws, err := fixture.Middlewares("dynamic/"+file, PluginName)
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
+	conf, ok := mws[mw]
+	if !ok {
+		t.Fatalf("dynamic/%s has no Weir middleware %s", file, mw)
+	}
+	return conf
 }
 
 // cachedRoute is a Dynamic with one router for prefix through a Weir middleware named mw.

@@ -54,7 +54,7 @@ func TestLimiterMassExpiry(t *testing.T) {
 		paths[i] = fmt.Sprintf("/mx/%d", i)
 		o.Handle(paths[i], origin)
 	}
-	conf := specConfig()
+	conf := specConfig(t)
 	// maxQueue holds every client; maxQueueWait outlasts the whole refetch, so nothing is shed.
 	conf["limiter"] = map[string]interface{}{
 		"maxConcurrent": strconv.Itoa(slots), "maxPerPartition": strconv.Itoa(slots),
@@ -151,7 +151,7 @@ func TestLimiterFairness(t *testing.T) {
 		})
 	}
 	limiter := func(perPartition int) map[string]interface{} {
-		conf := specConfig()
+		conf := specConfig(t)
 		// The flood's queued requests wait at most 200ms: with 64 clients against 16 slots of
 		// a 100ms origin, the excess is shed with queue-wait.
 		conf["limiter"] = map[string]interface{}{
@@ -271,7 +271,7 @@ func TestLimiterSlowUploads(t *testing.T) {
 		w.Header().Set("Cache-Control", "no-store")
 		io.WriteString(w, "fresh")
 	})
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["limiter"] = map[string]interface{}{
 		"maxConcurrent": strconv.Itoa(uploadSlots), "maxUpload": strconv.Itoa(uploadSlots),
 		"maxQueue": strconv.Itoa(queue), "maxQueueWait": "1s",
@@ -395,7 +395,7 @@ func TestLimiterQueuePerPartition(t *testing.T) {
 		io.WriteString(w, r.URL.Path)
 	})
 	o.Handle("/qp/other", answer("max-age=60", "/qp/other"))
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["limiter"] = map[string]interface{}{
 		"maxConcurrent": "4", "maxPerPartition": "1", "maxQueuePerPartition": "1", "maxQueueWait": "30s",
 	}

@@ -125,7 +125,7 @@ func TestMissRateFlood(t *testing.T) {
 		o.Handle(fmt.Sprintf("/mx/p%d", i), answer("max-age=60", "mixed"))
 	}
 	missRate := func(throttle bool) map[string]interface{} {
-		conf := specConfig()
+		conf := specConfig(t)
 		conf["missRate"] = map[string]interface{}{
 			"window": mrWindow.String(), "minMisses": strconv.Itoa(mrMinMisses), "ratio": "0.9",
 			"throttle": strconv.FormatBool(throttle),

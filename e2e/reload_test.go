@@ -29,7 +29,7 @@ func TestReloadKeepsCache(t *testing.T) {
 	o := newOrigin(t)
 	o.Handle("/reload/a", versioned())
 	o.Handle("/other/a", answer("", "other"))
-	base := cachedRoute("reload", "/reload", "weir-reload", specConfig())
+	base := cachedRoute("reload", "/reload", "weir-reload", specConfig(t))
 	tr := startTraefik(t, o, base)
 
 	wantMiss(t, "first GET", get(t, tr, "/reload/a"), "uri-miss", true)
@@ -48,7 +48,7 @@ func TestReloadKeepsCache(t *testing.T) {
 	wantCount(t, o, "/reload/a", 1)
 
 	rekeyed := unrelated
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["key"] = map[string]interface{}{"queryDrop": []interface{}{"utm_source", "utm_medium"}}
 	rekeyed.Middlewares = map[string]map[string]interface{}{"weir-reload": conf}
 	apply(t, tr, rekeyed)
@@ -71,7 +71,7 @@ func TestReloadsDoNotLeak(t *testing.T) {
 	body := body1K("leak")
 	o.Handle("/leak/a", answer("max-age=3600", body))
 	o.Handle("/leak/pass", answer("no-store", body))
-	d := cachedRoute("leak", "/leak", "weir-leak", specConfig())
+	d := cachedRoute("leak", "/leak", "weir-leak", specConfig(t))
 	tr := startTraefik(t, o, d)
 
 	exercise := func(what string) {
@@ -150,7 +150,7 @@ func TestMiddlewaresIsolated(t *testing.T) {
 			{Name: "iso-a", Rule: "PathPrefix(`/iso`) && Header(`X-Route`, `a`)", Middleware: "weir-a"},
 			{Name: "iso-b", Rule: "PathPrefix(`/iso`) && Header(`X-Route`, `b`)", Middleware: "weir-b"},
 		},
-		Middlewares: map[string]map[string]interface{}{"weir-a": specConfig(), "weir-b": specConfig()},
+		Middlewares: map[string]map[string]interface{}{"weir-a": specConfig(t), "weir-b": specConfig(t)},
 	}
 	tr := startTraefik(t, o, d)
 	via := func(route string) reply {

@@ -30,7 +30,7 @@ func TestServerSentEvents(t *testing.T) {
 		}
 		io.WriteString(w, "data: two\n\n")
 	})
-	tr := startTraefik(t, o, cachedRoute("sse", "/sse", "weir-sse", specConfig()))
+	tr := startTraefik(t, o, cachedRoute("sse", "/sse", "weir-sse", specConfig(t)))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -106,7 +106,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 		rw.WriteString("echo " + line)
 		rw.Flush()
 	})
-	tr := startTraefik(t, o, cachedRoute("ws", "/ws", "weir-ws", specConfig()))
+	tr := startTraefik(t, o, cachedRoute("ws", "/ws", "weir-ws", specConfig(t)))
 
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(tr.WebURL, "http://"), 5*time.Second)
 	if err != nil {
@@ -171,7 +171,7 @@ func TestTruncatedAnswer(t *testing.T) {
 		{desc: "storable with credentials", header: []string{"Cache-Control", "public, max-age=60"}, reqHeader: []string{"Authorization", "Bearer a"}, size: 4000, cut: 3000, want: held},
 	}
 	o := newOrigin(t)
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["cache"] = map[string]interface{}{"maxSize": "32MiB", "maxEntrySize": "4KiB"}
 	tr := startTraefik(t, o, Dynamic{
 		Routes: []Route{
