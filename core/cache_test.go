@@ -87,10 +87,7 @@ func TestStorability(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			status := tc.status
-			if status == 0 {
-				status = http.StatusOK
-			}
+			status := statusOrOK(tc.status)
 			o := staticOrigin(t, status, tc.respHeader, "body")
 			h := newTestHandler(t, Settings{Now: clock.Now, DefaultTTL: tc.defaultTTL}, o)
 			w := do(t, h, http.MethodGet, "http://example.com/s", tc.reqHeader...)
@@ -411,12 +408,8 @@ func TestIfModifiedSinceWithoutLastModified(t *testing.T) {
 // RFC 5861 section 3: a stale answer within stale-while-revalidate is served at once while
 // one background fetch refreshes it.
 func TestStaleWhileRevalidate(t *testing.T) {
-	clock := newFakeClock()
-	o := countingOrigin(t, []string{"Cache-Control", "max-age=10, stale-while-revalidate=60"})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/swr"
-	do(t, h, http.MethodGet, url)
-	clock.Add(25 * time.Second)
+	h, o, clock := staleWhileRevalidating(t, url, 25*time.Second)
 	o.hold(2)
 
 	// The refresh is blocked at the origin, yet both requests are answered at once.
@@ -589,10 +582,7 @@ func TestBypass(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Cache-Control", "max-age=60")
-				w.Write([]byte("x"))
-			})
+			o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "x")
 			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
 			w := do(t, h, tc.method, "http://example.com/bypass", tc.header...)
 			if got := w.Header().Get("Cache-Status"); got != tc.wantCS {
@@ -640,12 +630,8 @@ func TestHeadFromStorage(t *testing.T) {
 
 // A stale-while-revalidate refresh triggered by HEAD stores a whole GET answer too.
 func TestHeadBackgroundRefreshKeepsBody(t *testing.T) {
-	clock := newFakeClock()
-	o := countingOrigin(t, []string{"Cache-Control", "max-age=10, stale-while-revalidate=60"})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/head-swr"
-	do(t, h, http.MethodGet, url)
-	clock.Add(20 * time.Second)
+	h, _, _ := staleWhileRevalidating(t, url, 20*time.Second)
 	wantAnswer(t, do(t, h, http.MethodHead, url), 200, "Weir; hit; ttl=-10", "")
 	waitIdle(t, h)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "v2")

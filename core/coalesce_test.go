@@ -48,10 +48,7 @@ func TestCoalesceOneFetch(t *testing.T) {
 // FR-COA-1 under contention: requests arriving together, none sequenced, still make one
 // fetch as long as the origin has not answered.
 func TestCoalesceAllArriveTogether(t *testing.T) {
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		w.Write([]byte("x"))
-	})
+	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "x")
 	o.hold(1)
 	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
 	const url = "http://example.com/together"
@@ -128,10 +125,7 @@ func TestCoalesceLeaderHangsUp(t *testing.T) {
 
 // A follower that hangs up leaves at once; the others are not disturbed.
 func TestCoalesceFollowerHangsUp(t *testing.T) {
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		w.Write([]byte("ok"))
-	})
+	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "ok")
 	o.hold(1)
 	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
 	const url = "http://example.com/fhangup"
@@ -580,12 +574,8 @@ func TestCoalesceVaryOtherVariant(t *testing.T) {
 // A stale-while-revalidate refresh is itself a flight: requests that must wait (a client's
 // no-cache) join it instead of starting another fetch.
 func TestCoalesceJoinsBackgroundRefresh(t *testing.T) {
-	clock := newFakeClock()
-	o := countingOrigin(t, []string{"Cache-Control", "max-age=10, stale-while-revalidate=60"})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/refresh-join"
-	do(t, h, http.MethodGet, url)
-	clock.Add(20 * time.Second)
+	h, o, _ := staleWhileRevalidating(t, url, 20*time.Second)
 	o.hold(2)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=-10", "v1")
 	o.waitEntered(t, 2)

@@ -183,6 +183,14 @@ func wantCode(t *testing.T, what string, w *httptest.ResponseRecorder, code int)
 	}
 }
 
+// statusOrOK is status, or 200 for 0: tables leave an ordinary answer's status out.
+func statusOrOK(status int) int {
+	if status == 0 {
+		return http.StatusOK
+	}
+	return status
+}
+
 // wantCalls checks how many calls reached the origin.
 func wantCalls(t *testing.T, o *scriptOrigin, want int) {
 	t.Helper()
@@ -217,6 +225,19 @@ func countingOrigin(t *testing.T, header []string) *scriptOrigin {
 			w.Write([]byte("v" + strconv.Itoa(n)))
 		}
 	})
+}
+
+// staleWhileRevalidating stores the answer to a GET of url from a countingOrigin (max-age=10,
+// stale-while-revalidate=60, body "v1") and ages it by age: the start of the tests of
+// stale-while-revalidate.
+func staleWhileRevalidating(t *testing.T, url string, age time.Duration) (*Handler, *scriptOrigin, *fakeClock) {
+	t.Helper()
+	clock := newFakeClock()
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=10, stale-while-revalidate=60"})
+	h := newTestHandler(t, Settings{Now: clock.Now}, o)
+	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=uri-miss; stored", "v1")
+	clock.Add(age)
+	return h, o, clock
 }
 
 // failingOrigin answers its first good calls with 200, the header fields and body, and every

@@ -153,7 +153,7 @@ func BenchmarkMissRateMissShare(b *testing.B) {
 // serves without telling the detector: the reference for the hit path's cost.
 func BenchmarkMissRateEngineFastHit(b *testing.B) {
 	h, _ := missRateBenchHandler(b)
-	benchServe(b, h, "/catalog/item")
+	benchServe(b, h, "/catalog/item", statusHit)
 }
 
 // missRateBlock is how many requests a ratio benchmark times in a row before switching between

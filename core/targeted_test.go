@@ -59,10 +59,7 @@ func TestTargetedFieldsThroughHandler(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			status := tc.status
-			if status == 0 {
-				status = http.StatusOK
-			}
+			status := statusOrOK(tc.status)
 			o := staticOrigin(t, status, tc.respHeader, "body")
 			clock := newFakeClock()
 			h := newTestHandler(t, Settings{Now: clock.Now}, o)

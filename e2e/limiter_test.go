@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"sort"
@@ -686,23 +687,15 @@ func limStartFlood(t *testing.T, tr *Traefik, prefix string, clients int) *limFl
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &limFlood{cancel: cancel, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	for i := 0; i < clients; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				path := prefix + strconv.FormatInt(atomic.AddInt64(&limFloodSeq, 1), 10)
-				r, err := limGet(ctx, tr, path)
-				if ctx.Err() != nil {
-					return
-				}
+	go func() {
+		// Until cancelled: the indexes never run out.
+		eachIndex(ctx, clients, math.MaxInt32, func(int) {
+			path := prefix + strconv.FormatInt(atomic.AddInt64(&limFloodSeq, 1), 10)
+			r, err := limGet(ctx, tr, path)
+			if ctx.Err() == nil {
 				f.count(r, err)
 			}
-		}()
-	}
-	go func() {
-		wg.Wait()
+		})
 		close(f.done)
 	}()
 	t.Cleanup(func() { f.cancel() })
