@@ -231,10 +231,8 @@ func TestConditionalRevalidation(t *testing.T) {
 		w.Header().Set("X-Version", strconv.Itoa(n))
 		w.WriteHeader(http.StatusNotModified)
 	})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/cond"
-	do(t, h, http.MethodGet, url)
-	clock.Add(20 * time.Second)
+	h := storedThenAged(t, clock, o, url, 20 * time.Second)
 
 	// The client's own validators are not passed on: the cache asks with what it holds.
 	w := do(t, h, http.MethodGet, url, "If-None-Match", `"other"`)
@@ -288,10 +286,8 @@ func TestRevalidationWithNewAnswer(t *testing.T) {
 		w.Header().Set("Etag", `"v`+strconv.Itoa(n)+`"`)
 		w.Write([]byte("version " + strconv.Itoa(n)))
 	})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/changed"
-	do(t, h, http.MethodGet, url)
-	clock.Add(15 * time.Second)
+	h := storedThenAged(t, clock, o, url, 15 * time.Second)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=stale; stored", "version 2")
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "version 2")
 }
@@ -358,10 +354,8 @@ func TestImmutableStaleIsRevalidated(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
 			o := validatingOrigin(t, `"abcd"`, []string{"Cache-Control", "max-age=2, immutable"}, "data")
-			h := newTestHandler(t, Settings{Now: clock.Now}, o)
 			const url = "http://example.com/immutable"
-			do(t, h, http.MethodGet, url)
-			clock.Add(3 * time.Second)
+			h := storedThenAged(t, clock, o, url, 3 * time.Second)
 			w := do(t, h, http.MethodGet, url, tc.header...)
 			wantAnswer(t, w, 200, "Weir; fwd=stale; stored; fwd-status=304", "data")
 			if got := o.request(t, 2).Header.Get("If-None-Match"); got != `"abcd"` {
@@ -460,10 +454,8 @@ func TestStaleWindowsTurnedOff(t *testing.T) {
 				}
 				w.Write([]byte("v" + strconv.Itoa(n)))
 			})
-			h := newTestHandler(t, Settings{Now: clock.Now}, o)
 			const url = "http://example.com/off"
-			do(t, h, http.MethodGet, url)
-			clock.Add(20 * time.Second)
+			h := storedThenAged(t, clock, o, url, 20 * time.Second)
 			w := do(t, h, http.MethodGet, url, tc.reqHeader...)
 			wantAnswer(t, w, 503, "Weir; fwd=stale; detail=origin-error", "v2")
 		})
@@ -492,10 +484,8 @@ func TestStaleIfError(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
 			o := failingOrigin(t, 1, []string{"Cache-Control", "max-age=10, stale-if-error=60"}, "good", tc.errStatus)
-			h := newTestHandler(t, Settings{Now: clock.Now}, o)
 			const url = "http://example.com/sie"
-			do(t, h, http.MethodGet, url)
-			clock.Add(tc.advance)
+			h := storedThenAged(t, clock, o, url, tc.advance)
 			wantAnswer(t, do(t, h, http.MethodGet, url), tc.wantStatus, tc.wantCS, tc.wantBody)
 		})
 	}

@@ -457,10 +457,8 @@ func TestCoalesceRevalidationWithPrivateState(t *testing.T) {
 				w.Header().Set("Cache-Control", "max-age=10")
 				w.Write([]byte("public body"))
 			})
-			h := newTestHandler(t, Settings{Now: clock.Now}, o)
 			const url = "http://example.com/reval-private"
-			do(t, h, http.MethodGet, url)
-			clock.Add(20 * time.Second)
+			h := storedThenAged(t, clock, o, url, 20 * time.Second)
 			o.hold(2)
 			leader := serveAsync(h, newRequest(http.MethodGet, url))
 			o.waitEntered(t, 2)

@@ -227,17 +227,23 @@ func countingOrigin(t *testing.T, header []string) *scriptOrigin {
 	})
 }
 
-// staleWhileRevalidating stores the answer to a GET of url from a countingOrigin (max-age=10,
-// stale-while-revalidate=60, body "v1") and ages it by age: the start of the tests of
-// stale-while-revalidate.
+// storedThenAged builds a handler over o on clock, has it answer a GET of url, storing what
+// o answers, and moves clock on by age: the start of the tests of what a stale entry does.
+func storedThenAged(t *testing.T, clock *fakeClock, o *scriptOrigin, url string, age time.Duration) *Handler {
+	t.Helper()
+	h := newTestHandler(t, Settings{Now: clock.Now}, o)
+	do(t, h, http.MethodGet, url)
+	clock.Add(age)
+	return h
+}
+
+// staleWhileRevalidating is storedThenAged for a countingOrigin whose answers say max-age=10,
+// stale-while-revalidate=60: the start of the tests of stale-while-revalidate.
 func staleWhileRevalidating(t *testing.T, url string, age time.Duration) (*Handler, *scriptOrigin, *fakeClock) {
 	t.Helper()
 	clock := newFakeClock()
 	o := countingOrigin(t, []string{"Cache-Control", "max-age=10, stale-while-revalidate=60"})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
-	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=uri-miss; stored", "v1")
-	clock.Add(age)
-	return h, o, clock
+	return storedThenAged(t, clock, o, url, age), o, clock
 }
 
 // failingOrigin answers its first good calls with 200, the header fields and body, and every
