@@ -131,7 +131,7 @@ func TestLimiterFairness(t *testing.T) {
 	o := newOrigin(t)
 	var searchInFlight, searchPeak int64
 	o.Handle("/fair/search", func(w http.ResponseWriter, r *http.Request) {
-		limPeak(&searchPeak, atomic.AddInt64(&searchInFlight, 1))
+		raiseMax(&searchPeak, atomic.AddInt64(&searchInFlight, 1))
 		time.Sleep(searchDelay)
 		atomic.AddInt64(&searchInFlight, -1)
 		w.Header().Set("Cache-Control", "max-age=60")
@@ -253,7 +253,7 @@ func TestLimiterSlowUploads(t *testing.T) {
 	o := newOrigin(t)
 	var postInFlight, postPeak int64
 	uploadOrigin := func(w http.ResponseWriter, r *http.Request) {
-		limPeak(&postPeak, atomic.AddInt64(&postInFlight, 1))
+		raiseMax(&postPeak, atomic.AddInt64(&postInFlight, 1))
 		n, err := io.Copy(io.Discard, r.Body)
 		atomic.AddInt64(&postInFlight, -1)
 		if err != nil {
@@ -644,16 +644,6 @@ func limGet(ctx context.Context, tr *Traefik, path string) (limReply, error) {
 	r, err := fetch(ctx, tr.Client(), 30*time.Second, http.MethodGet, tr.URL(path), nil)
 	return limReply{path: path, status: r.status, cs: r.cacheStatus(), retry: r.header.Get("Retry-After"),
 		header: r.header, body: r.body, took: r.took}, err
-}
-
-// limPeak raises *peak to n if n is larger.
-func limPeak(peak *int64, n int64) {
-	for {
-		p := atomic.LoadInt64(peak)
-		if n <= p || atomic.CompareAndSwapInt64(peak, p, n) {
-			return
-		}
-	}
 }
 
 // limFlood is a flood of distinct queries on one path by a fixed number of clients, each

@@ -87,13 +87,7 @@ func (o *Origin) counter(name string) *int64 {
 }
 
 func (o *Origin) serve(w http.ResponseWriter, r *http.Request) {
-	n := atomic.AddInt64(&o.inFlight, 1)
-	for {
-		peak := atomic.LoadInt64(&o.maxInFlight)
-		if n <= peak || atomic.CompareAndSwapInt64(&o.maxInFlight, peak, n) {
-			break
-		}
-	}
+	raiseMax(&o.maxInFlight, atomic.AddInt64(&o.inFlight, 1))
 	defer atomic.AddInt64(&o.inFlight, -1)
 
 	atomic.AddInt64(o.counter(r.URL.Path), 1)
@@ -108,6 +102,16 @@ func (o *Origin) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h(w, r)
+}
+
+// raiseMax raises *p to v if v is larger, as other goroutines raise it too.
+func raiseMax(p *int64, v int64) {
+	for {
+		old := atomic.LoadInt64(p)
+		if v <= old || atomic.CompareAndSwapInt64(p, old, v) {
+			return
+		}
+	}
 }
 
 // versioned answers GETs with max-age=60 and a body that counts them (v1, v2, ...), and

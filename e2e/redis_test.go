@@ -367,8 +367,8 @@ func faultLoad(t *testing.T, targets []*Traefik, keys []string, bodies map[strin
 				if sec >= faultSeconds {
 					sec = faultSeconds - 1
 				}
-				atomicMax(&f.slowest, int64(r.took))
-				atomicMax(&f.perSecond[sec].slowest, int64(r.took))
+				raiseMax(&f.slowest, int64(r.took))
+				raiseMax(&f.perSecond[sec].slowest, int64(r.took))
 				atomic.AddInt64(&f.perSecond[sec].requests, 1)
 				if r.cacheStatus().hit() {
 					atomic.AddInt64(&f.hits, 1)
@@ -384,16 +384,6 @@ func faultLoad(t *testing.T, targets []*Traefik, keys []string, bodies map[strin
 	await.Group(t, &wg, faultDuration+30*time.Second, "fault load")
 	f.elapsed = time.Since(began)
 	return f
-}
-
-// atomicMax raises *p to v if v is larger.
-func atomicMax(p *int64, v int64) {
-	for {
-		old := atomic.LoadInt64(p)
-		if v <= old || atomic.CompareAndSwapInt64(p, old, v) {
-			return
-		}
-	}
 }
 
 // sleepUntil sleeps until d after began.
