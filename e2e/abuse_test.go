@@ -173,19 +173,12 @@ func flood(t *testing.T, tr *Traefik, prefix string) floodResult {
 // hugeHeader sends one GET with a header value of size bytes and returns the status, or the
 // error when the server closed the connection instead of answering.
 func hugeHeader(tr *Traefik, path string, size int) (int, error) {
-	req, err := http.NewRequest(http.MethodGet, tr.URL(path), nil)
-	if err != nil {
-		return 0, err
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	r, err := fetch(context.Background(), client, requestTimeout, http.MethodGet, tr.URL(path), map[string]string{"X-Huge": strings.Repeat("h", size)})
+	if r.status != 0 {
+		return r.status, nil
 	}
-	req.Header.Set("X-Huge", strings.Repeat("h", size))
-	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	return 0, err
 }
 
 // settledRSS forces a collection in Traefik (pprof's heap profile with gc=1 runs one),

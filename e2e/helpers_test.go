@@ -164,8 +164,9 @@ func send(t *testing.T, tr *Traefik, method, path string, header map[string]stri
 }
 
 // fetch makes one request with client and reads its answer whole, giving up after within or
-// when ctx ends. took runs from sending the request to the answer's last byte, or to the
-// error.
+// when ctx ends. A Host in header is the request's Host. took runs from sending the request
+// to the answer's last byte, or to the error; the status is 0 when no answer came, and a
+// broken body comes back with what was read of it.
 func fetch(ctx context.Context, client *http.Client, within time.Duration, method, url string, header map[string]string) (reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
@@ -174,6 +175,10 @@ func fetch(ctx context.Context, client *http.Client, within time.Duration, metho
 		return reply{}, err
 	}
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	began := time.Now()

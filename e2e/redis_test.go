@@ -142,24 +142,7 @@ func startPair(t *testing.T, o *Origin, d Dynamic) (a, b *Traefik) {
 
 // call makes one request through tr with the shared Host; it is safe on any goroutine.
 func call(tr *Traefik, method, path string) (reply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, tr.URL(path), nil)
-	if err != nil {
-		return reply{}, err
-	}
-	req.Host = sharedHost
-	began := time.Now()
-	resp, err := tr.Client().Do(req)
-	if err != nil {
-		return reply{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return reply{}, fmt.Errorf("read body: %w", err)
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(body), took: time.Since(began)}, nil
+	return fetch(context.Background(), tr.Client(), requestTimeout, method, tr.URL(path), map[string]string{"Host": sharedHost})
 }
 
 // callT is call for the test's goroutine, failing the test on a transport error.

@@ -248,20 +248,13 @@ type wholeReply struct {
 // broken message ends with (send fails the test on it).
 func fetchWhole(t *testing.T, tr *Traefik, path string, header []string) wholeReply {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
+	fields := map[string]string{}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		fields[header[i]] = header[i+1]
 	}
-	resp, err := tr.Client().Do(req)
-	if err != nil {
+	r, err := fetch(context.Background(), tr.Client(), requestTimeout, http.MethodGet, tr.URL(path), fields)
+	if r.status == 0 {
 		t.Fatalf("GET %s: %v", path, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return wholeReply{status: resp.StatusCode, header: resp.Header, body: string(body), err: err}
+	return wholeReply{status: r.status, header: r.header, body: r.body, err: err}
 }
