@@ -232,7 +232,7 @@ func TestConditionalRevalidation(t *testing.T) {
 		w.WriteHeader(http.StatusNotModified)
 	})
 	const url = "http://example.com/cond"
-	h := storedThenAged(t, clock, o, url, 20 * time.Second)
+	h := storedThenAged(t, clock, o, url, 20*time.Second)
 
 	// The client's own validators are not passed on: the cache asks with what it holds.
 	w := do(t, h, http.MethodGet, url, "If-None-Match", `"other"`)
@@ -287,7 +287,7 @@ func TestRevalidationWithNewAnswer(t *testing.T) {
 		w.Write([]byte("version " + strconv.Itoa(n)))
 	})
 	const url = "http://example.com/changed"
-	h := storedThenAged(t, clock, o, url, 15 * time.Second)
+	h := storedThenAged(t, clock, o, url, 15*time.Second)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=stale; stored", "version 2")
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "version 2")
 }
@@ -355,7 +355,7 @@ func TestImmutableStaleIsRevalidated(t *testing.T) {
 			clock := newFakeClock()
 			o := validatingOrigin(t, `"abcd"`, []string{"Cache-Control", "max-age=2, immutable"}, "data")
 			const url = "http://example.com/immutable"
-			h := storedThenAged(t, clock, o, url, 3 * time.Second)
+			h := storedThenAged(t, clock, o, url, 3*time.Second)
 			w := do(t, h, http.MethodGet, url, tc.header...)
 			wantAnswer(t, w, 200, "Weir; fwd=stale; stored; fwd-status=304", "data")
 			if got := o.request(t, 2).Header.Get("If-None-Match"); got != `"abcd"` {
@@ -446,18 +446,11 @@ func TestStaleWindowsTurnedOff(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Cache-Control", tc.cc)
-				w.Header().Set("Etag", `"e"`)
-				if n > 1 {
-					w.WriteHeader(http.StatusServiceUnavailable)
-				}
-				w.Write([]byte("v" + strconv.Itoa(n)))
-			})
+			o := failingOrigin(t, 1, []string{"Cache-Control", tc.cc, "Etag", `"e"`}, "v1", http.StatusServiceUnavailable)
 			const url = "http://example.com/off"
-			h := storedThenAged(t, clock, o, url, 20 * time.Second)
+			h := storedThenAged(t, clock, o, url, 20*time.Second)
 			w := do(t, h, http.MethodGet, url, tc.reqHeader...)
-			wantAnswer(t, w, 503, "Weir; fwd=stale; detail=origin-error", "v2")
+			wantAnswer(t, w, 503, "Weir; fwd=stale; detail=origin-error", "down")
 		})
 	}
 }

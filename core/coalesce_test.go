@@ -22,6 +22,15 @@ func startFollowers(t *testing.T, h *Handler, url string, n int, header ...strin
 	return out
 }
 
+// startFlight starts a leader for url, waits until its fetch is origin call number call (which
+// the test holds), and starts n followers of its flight.
+func startFlight(t *testing.T, h *Handler, o *scriptOrigin, url string, call, n int) (*pendingAnswer, []*pendingAnswer) {
+	t.Helper()
+	leader := serveAsync(h, newRequest(http.MethodGet, url))
+	o.waitEntered(t, call)
+	return leader, startFollowers(t, h, url, n)
+}
+
 // FR-COA-1: concurrent requests for one key share one origin fetch; followers say collapsed.
 func TestCoalesceOneFetch(t *testing.T) {
 	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
@@ -32,9 +41,7 @@ func TestCoalesceOneFetch(t *testing.T) {
 	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
 	const url = "http://example.com/c"
 	const n = 10
-	leader := serveAsync(h, newRequest(http.MethodGet, url))
-	o.waitEntered(t, 1)
-	followers := startFollowers(t, h, url, n-1)
+	leader, followers := startFlight(t, h, o, url, 1, n-1)
 	o.release(1)
 
 	wantAnswer(t, awaitAnswer(t, leader), 200, "Weir; fwd=uri-miss; stored", "shared 1")
@@ -181,20 +188,16 @@ func TestCoalesceFollowerMaxWait(t *testing.T) {
 		wantHits int
 	}{
 		{desc: "stale-if-error allows stale", cc: "max-age=10, stale-if-error=600", advance: 20 * time.Second,
-			wantCode: 200, wantCS: "Weir; hit; ttl=-10; detail=coalesce-timeout", wantBody: "answer 1", wantHits: 2},
+			wantCode: 200, wantCS: "Weir; hit; ttl=-10; detail=coalesce-timeout", wantBody: "v1", wantHits: 2},
 		{desc: "nothing stored", cc: "no-store", advance: time.Second,
-			wantCode: 200, wantCS: "Weir; fwd=uri-miss; detail=coalesce-timeout", wantBody: "answer 3", wantHits: 3},
+			wantCode: 200, wantCS: "Weir; fwd=uri-miss; detail=coalesce-timeout", wantBody: "v3", wantHits: 3},
 		{desc: "stale without permission", cc: "max-age=10, must-revalidate, stale-if-error=600", advance: 20 * time.Second,
-			wantCode: 200, wantCS: "Weir; fwd=uri-miss; detail=coalesce-timeout", wantBody: "answer 3", wantHits: 3},
+			wantCode: 200, wantCS: "Weir; fwd=uri-miss; detail=coalesce-timeout", wantBody: "v3", wantHits: 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Cache-Control", tc.cc)
-				w.Header().Set("Etag", `"e`+strconv.Itoa(n)+`"`)
-				w.Write([]byte("answer " + strconv.Itoa(n)))
-			})
+			o := countingOrigin(t, []string{"Cache-Control", tc.cc, "Etag", `"e"`})
 			h := newTestHandler(t, Settings{Now: clock.Now, FollowerMaxWait: 20 * time.Millisecond, HitForMissTTL: time.Nanosecond}, o)
 			url := "http://example.com/wait"
 			// Call 1 stores (or not) what the follower may fall back on.
@@ -266,9 +269,7 @@ func TestCoalesceOriginFailureToEveryWaiter(t *testing.T) {
 				clock.Add(30 * time.Second)
 			}
 			o.hold(failCall)
-			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, failCall)
-			followers := startFollowers(t, h, url, 4)
+			leader, followers := startFlight(t, h, o, url, failCall, 4)
 			o.release(failCall)
 			wantFailure := func(who string, w *httptest.ResponseRecorder, cs string) {
 				t.Helper()
@@ -324,9 +325,7 @@ func TestCoalesceOriginErrorStripsPrivateState(t *testing.T) {
 			o.hold(1)
 			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
 			const url = "http://example.com/err-private"
-			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, 1)
-			followers := startFollowers(t, h, url, 2)
+			leader, followers := startFlight(t, h, o, url, 1, 2)
 			o.release(1)
 			w := awaitAnswer(t, leader)
 			if w.Code != 502 || w.Body.String() != "error page" || w.Header().Get(tc.header[0]) != tc.header[1] {
@@ -387,9 +386,7 @@ func TestCoalesceUnshareableAnswer(t *testing.T) {
 			o.hold(1)
 			h := newTestHandler(t, Settings{Now: clock.Now, HitForMissTTL: 30 * time.Second}, o)
 			const url = "http://example.com/private"
-			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, 1)
-			followers := startFollowers(t, h, url, 3)
+			leader, followers := startFlight(t, h, o, url, 1, 3)
 			o.release(1)
 
 			wantAnswer(t, awaitAnswer(t, leader), 200, "Weir; fwd=uri-miss; detail="+tc.reason, "SECRET for the leader")
@@ -458,11 +455,9 @@ func TestCoalesceRevalidationWithPrivateState(t *testing.T) {
 				w.Write([]byte("public body"))
 			})
 			const url = "http://example.com/reval-private"
-			h := storedThenAged(t, clock, o, url, 20 * time.Second)
+			h := storedThenAged(t, clock, o, url, 20*time.Second)
 			o.hold(2)
-			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, 2)
-			followers := startFollowers(t, h, url, 2)
+			leader, followers := startFlight(t, h, o, url, 2, 2)
 			o.release(2)
 			w := awaitAnswer(t, leader)
 			if w.Code != 200 || w.Body.String() != "public body" {
@@ -500,9 +495,7 @@ func TestCoalesceTooLargeAnswer(t *testing.T) {
 	o.hold(1)
 	h := newTestHandler(t, Settings{Now: newFakeClock().Now, MaxEntrySize: 1024}, o)
 	const url = "http://example.com/big"
-	leader := serveAsync(h, newRequest(http.MethodGet, url))
-	o.waitEntered(t, 1)
-	followers := startFollowers(t, h, url, 2)
+	leader, followers := startFlight(t, h, o, url, 1, 2)
 	o.release(1)
 	wantAnswer(t, awaitAnswer(t, leader), 200, "Weir; fwd=uri-miss; detail=too-large", big)
 	for _, f := range followers {

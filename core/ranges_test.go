@@ -233,7 +233,7 @@ func TestRangeOnRevalidation(t *testing.T) {
 	clock := newFakeClock()
 	o := validatingOrigin(t, `"v1"`, []string{"Cache-Control", "max-age=10"}, "0123456789")
 	const url = "http://example.com/range-stale"
-	h := storedThenAged(t, clock, o, url, 20 * time.Second)
+	h := storedThenAged(t, clock, o, url, 20*time.Second)
 	w := do(t, h, http.MethodGet, url, "Range", "bytes=1-2")
 	wantRange(t, "Range on a stale entry", w, 206, "bytes 1-2/10", "12")
 	if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=stale; stored; fwd-status=304" {
