@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,6 +54,7 @@ func TestDynamicFixtures(t *testing.T) {
 	}
 	// A new generation of the harness's own file: Traefik has read the fixtures beside it.
 	apply(t, tr, Dynamic{})
+	t.Logf("%d files: %d Weir middlewares, %d routers", len(names), len(sections), len(routers))
 
 	for mw, want := range sections {
 		var got struct {
@@ -131,8 +133,8 @@ func apiGet(t *testing.T, tr *Traefik, path string, v interface{}) {
 }
 
 // flatten writes a decoded configuration as sorted "path = value" lines, keys without
-// regard to case and every value as text, so that a number Traefik decoded from YAML
-// compares with the string ParseYAML keeps.
+// regard to case, and a value that reads as a number written as that number: Traefik hands
+// a plugin a YAML float as "0.600000", which Weir reads as ParseYAML's "0.6".
 func flatten(v interface{}) string {
 	var lines []string
 	var walk func(prefix string, v interface{})
@@ -147,7 +149,11 @@ func flatten(v interface{}) string {
 				walk(fmt.Sprintf("%s[%d]", prefix, i), x)
 			}
 		default:
-			lines = append(lines, fmt.Sprintf("%s = %v", prefix, v))
+			s := fmt.Sprint(v)
+			if f, err := strconv.ParseFloat(s, 64); err == nil {
+				s = strconv.FormatFloat(f, 'g', -1, 64)
+			}
+			lines = append(lines, prefix+" = "+s)
 		}
 	}
 	walk("", v)
