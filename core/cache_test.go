@@ -150,7 +150,7 @@ func TestAgeAndDate(t *testing.T) {
 func TestStoredHeaderDropsHopByHop(t *testing.T) {
 	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60", "Connection", "close", "Keep-Alive", "timeout=5",
 		"Cache-Status", "Origin; hit", "X-Kept", "yes"}, "hello")
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	do(t, h, http.MethodGet, "http://example.com/h")
 	w := do(t, h, http.MethodGet, "http://example.com/h")
 	for _, k := range []string{"Connection", "Keep-Alive"} {
@@ -176,7 +176,7 @@ func TestVarySelectsVariants(t *testing.T) {
 		w.Header().Set("Vary", "Accept-Encoding, accept-language")
 		w.Write([]byte(r.Header.Get("Accept-Encoding") + "|" + r.Header.Get("Accept-Language")))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/v"
 	steps := []struct {
 		desc        string
@@ -528,7 +528,7 @@ func TestUnsafeMethodInvalidates(t *testing.T) {
 					w.WriteHeader(tc.status)
 				}
 			})
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			h := newFrozenHandler(t, o)
 			all := append(append([]string(nil), tc.invalidated...), tc.kept...)
 			for _, p := range all {
 				do(t, h, http.MethodGet, "http://example.com"+p)
@@ -566,7 +566,7 @@ func TestBypass(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "x")
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			h := newFrozenHandler(t, o)
 			w := do(t, h, tc.method, "http://example.com/bypass", tc.header...)
 			if got := w.Header().Get("Cache-Status"); got != tc.wantCS {
 				t.Errorf("Cache-Status = %q, want %q", got, tc.wantCS)
@@ -623,7 +623,7 @@ func TestHeadBackgroundRefreshKeepsBody(t *testing.T) {
 // A client's no-cache makes Weir ask the origin even for a fresh entry.
 func TestClientNoCacheOnFreshEntry(t *testing.T) {
 	o := countingOrigin(t, []string{"Cache-Control", "max-age=60"})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/ncf"
 	do(t, h, http.MethodGet, url)
 	tests := []struct {
@@ -779,7 +779,7 @@ func TestUnsafeMethodInvalidatesVariants(t *testing.T) {
 		w.Header().Set("Vary", "Accept-Language")
 		w.Write([]byte(r.Header.Get("Accept-Language") + " v" + strconv.Itoa(n)))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/inv-vary"
 	do(t, h, http.MethodGet, url, "Accept-Language", "en")
 	do(t, h, http.MethodPost, url)

@@ -38,7 +38,7 @@ func TestCoalesceOneFetch(t *testing.T) {
 		w.Write([]byte("shared " + strconv.Itoa(n)))
 	})
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/c"
 	const n = 10
 	leader, followers := startFlight(t, h, o, url, 1, n-1)
@@ -57,7 +57,7 @@ func TestCoalesceOneFetch(t *testing.T) {
 func TestCoalesceAllArriveTogether(t *testing.T) {
 	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "x")
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/together"
 	const n = 8
 	start := make(chan struct{})
@@ -104,7 +104,7 @@ func TestCoalesceLeaderHangsUp(t *testing.T) {
 		w.Write([]byte("survived"))
 	})
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/hangup"
 	req, cancel := cancellableRequest(newRequest(http.MethodGet, url))
 	defer cancel()
@@ -134,7 +134,7 @@ func TestCoalesceLeaderHangsUp(t *testing.T) {
 func TestCoalesceFollowerHangsUp(t *testing.T) {
 	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "ok")
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/fhangup"
 	leader := serveAsync(h, newRequest(http.MethodGet, url))
 	o.waitEntered(t, 1)
@@ -323,7 +323,7 @@ func TestCoalesceOriginErrorStripsPrivateState(t *testing.T) {
 				w.Write([]byte("error page"))
 			})
 			o.hold(1)
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			h := newFrozenHandler(t, o)
 			const url = "http://example.com/err-private"
 			leader, followers := startFlight(t, h, o, url, 1, 2)
 			o.release(1)
@@ -512,7 +512,7 @@ func TestCoalesceAuthorizationFetchesAlone(t *testing.T) {
 		w.Write([]byte("for " + r.Header.Get("Authorization") + strconv.Itoa(n)))
 	})
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/auth"
 	leader := serveAsync(h, newRequest(http.MethodGet, url))
 	o.waitEntered(t, 1)
@@ -531,7 +531,7 @@ func TestCoalesceAuthorizationFetchesAlone(t *testing.T) {
 // A credentialed answer that says public is stored and shared.
 func TestCoalesceAuthorizationPublicIsShared(t *testing.T) {
 	o := staticOrigin(t, 200, []string{"Cache-Control", "public, max-age=60"}, "public")
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/auth-public"
 	wantAnswer(t, do(t, h, http.MethodGet, url, "Authorization", "Bearer alice"), 200, "Weir; fwd=uri-miss; stored", "public")
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=60", "public")
@@ -546,7 +546,7 @@ func TestCoalesceVaryOtherVariant(t *testing.T) {
 		w.Write([]byte("lang=" + r.Header.Get("Accept-Language")))
 	})
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/vary-coalesce"
 	leader := serveAsync(h, newRequest(http.MethodGet, url, "Accept-Language", "en"))
 	o.waitEntered(t, 1)

@@ -72,6 +72,13 @@ func newTestHandler(t *testing.T, s Settings, origin http.Handler) *Handler {
 	return mustNew(t, uniqueEngineName(t), s, origin)
 }
 
+// newFrozenHandler is newTestHandler with default settings and a fake clock that never
+// moves: every answer is as old as when it was stored.
+func newFrozenHandler(t *testing.T, origin http.Handler) *Handler {
+	t.Helper()
+	return newTestHandler(t, Settings{Now: newFakeClock().Now}, origin)
+}
+
 // discardLog drops the engine's log lines.
 var discardLog = func(msg string) {}
 

@@ -142,7 +142,7 @@ func TestRangeFromStorage(t *testing.T) {
 // Range applies to a complete 200: a stored 404 is served whole.
 func TestRangeOnOtherStatusIsIgnored(t *testing.T) {
 	o := staticOrigin(t, 404, []string{"Cache-Control", "max-age=60"}, "not here")
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/missing"
 	do(t, h, http.MethodGet, url)
 	w := do(t, h, http.MethodGet, url, "Range", "bytes=0-1")
@@ -216,7 +216,7 @@ func TestRangeMiss(t *testing.T) {
 func TestRangeMissCoalesces(t *testing.T) {
 	o := rangeOrigin(t, []string{"Cache-Control", "max-age=60"}, "0123456789", true)
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/range-shared"
 	leader := serveAsync(h, newRequest(http.MethodGet, url, "Range", "bytes=-3"))
 	o.waitEntered(t, 1)

@@ -44,7 +44,7 @@ func TestRecordedAnswers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.answer, func(t *testing.T) {
 			o, a := recordedOrigin(t, "origin/"+tc.answer)
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			h := newFrozenHandler(t, o)
 			for i, want := range []string{tc.wantFirst, tc.wantSecond} {
 				w := do(t, h, http.MethodGet, "http://example.com/recorded")
 				wantAnswer(t, w, a.Status, want, string(a.Body))
@@ -59,7 +59,7 @@ func TestRecordedAnswers(t *testing.T) {
 // negative entry's answer, without a body, within negative.ttl (FR-NEG-1, FR-NEG-2).
 func TestRecordedUnavailable(t *testing.T) {
 	o, a := recordedOrigin(t, "origin/unavailable.http")
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	w := do(t, h, http.MethodGet, "http://example.com/recorded")
 	wantAnswer(t, w, http.StatusServiceUnavailable, "Weir; fwd=uri-miss; detail=origin-error", string(a.Body))
 	w = do(t, h, http.MethodGet, "http://example.com/recorded")

@@ -133,7 +133,7 @@ func TestEventStreamIsNotHeld(t *testing.T) {
 		}
 		w.Write([]byte("data: 2\n\n"))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	client = newWatchWriter()
 	if p := serveCatching(t, h, client, newRequest(http.MethodGet, "http://example.com/events")); p != nil {
 		t.Fatalf("ServeHTTP panicked with %v", p)

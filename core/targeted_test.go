@@ -146,7 +146,7 @@ func TestOtherMethodsDropWeirOnlyFields(t *testing.T) {
 					w.WriteHeader(http.StatusOK)
 				}
 			})
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			h := newFrozenHandler(t, o)
 			w := do(t, h, tc.method, "http://example.com/m")
 			wantAnswer(t, w, 200, "Weir; fwd=method", "")
 			wantTargetedFields(t, 1, w.Header(), []string{"Cdn-Cache-Control", "no-store"},
@@ -170,7 +170,7 @@ func TestFetchAnnouncesSurrogateCapability(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "b")
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			h := newFrozenHandler(t, o)
 			r := newRequest(http.MethodGet, "http://example.com/cap", tc.reqHeader...)
 			h.ServeHTTP(httptest.NewRecorder(), r)
 			if got := o.request(t, 1).Header["Surrogate-Capability"]; !reflect.DeepEqual(got, tc.want) {

@@ -109,7 +109,7 @@ func TestUnkeyedHostIsKeyed(t *testing.T) {
 		}
 		w.Write([]byte(scheme + "://" + r.Host))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	serve := func(url string, tlsOn bool) *httptest.ResponseRecorder {
 		r := newRequest(http.MethodGet, url)
 		if tlsOn {
@@ -155,7 +155,7 @@ func TestUnkeyedHostIsKeyed(t *testing.T) {
 // is deliberate.
 func TestUnkeyedReflectionPoisonsOnlyItsOwnKey(t *testing.T) {
 	o := reflectingOrigin(t)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const poisoned = "page X-Forwarded-Host=evil.example X-Original-Url=/admin X-Rewrite-Url=/admin" +
 		" X-Forwarded-Proto=https X-Forwarded-Scheme=https X-Http-Method-Override=POST"
 
@@ -176,7 +176,7 @@ func TestUnkeyedHeaderNamedInVaryIsKeyed(t *testing.T) {
 		w.Header().Set("Vary", "X-Forwarded-Host")
 		w.Write([]byte("host=" + r.Header.Get("X-Forwarded-Host")))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/v"
 	do(t, h, http.MethodGet, url, "X-Forwarded-Host", "evil.example")
 	w := do(t, h, http.MethodGet, url)
@@ -195,7 +195,7 @@ func TestUnkeyedHeaderNamedInVaryIsKeyed(t *testing.T) {
 // the request method only).
 func TestUnkeyedMethodOverrideDoesNotInvalidate(t *testing.T) {
 	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "kept")
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/m"
 	do(t, h, http.MethodGet, url)
 	for _, m := range []string{"POST", "DELETE", "PURGE"} {
