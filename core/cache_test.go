@@ -87,10 +87,7 @@ func TestStorability(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			status := tc.status
-			if status == 0 {
-				status = http.StatusOK
-			}
+			status := statusOrOK(tc.status)
 			o := staticOrigin(t, status, tc.respHeader, "body")
 			h := newTestHandler(t, Settings{Now: clock.Now, DefaultTTL: tc.defaultTTL}, o)
 			w := do(t, h, http.MethodGet, "http://example.com/s", tc.reqHeader...)
@@ -101,9 +98,7 @@ func TestStorability(t *testing.T) {
 				t.Errorf("first answer = %d %q, want %d body", w.Code, w.Body.String(), status)
 			}
 			if tc.wantSecond == "" {
-				if got := o.callCount(); got != tc.wantOrigins {
-					t.Errorf("origin calls = %d, want %d", got, tc.wantOrigins)
-				}
+				wantCalls(t, o, tc.wantOrigins)
 				return
 			}
 			w = do(t, h, http.MethodGet, "http://example.com/s", tc.reqHeader...)
@@ -118,9 +113,7 @@ func TestStorability(t *testing.T) {
 					t.Errorf("Age = %q, want %q", got, tc.wantAge)
 				}
 			}
-			if got := o.callCount(); got != tc.wantOrigins {
-				t.Errorf("origin calls = %d, want %d", got, tc.wantOrigins)
-			}
+			wantCalls(t, o, tc.wantOrigins)
 		})
 	}
 }
@@ -150,16 +143,14 @@ func TestAgeAndDate(t *testing.T) {
 			t.Errorf("answer %d: Date = %q, want the origin's %q", i, got, date)
 		}
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // Hop-by-hop fields and the origin's Cache-Status are not stored.
 func TestStoredHeaderDropsHopByHop(t *testing.T) {
 	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60", "Connection", "close", "Keep-Alive", "timeout=5",
 		"Cache-Status", "Origin; hit", "X-Kept", "yes"}, "hello")
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	do(t, h, http.MethodGet, "http://example.com/h")
 	w := do(t, h, http.MethodGet, "http://example.com/h")
 	for _, k := range []string{"Connection", "Keep-Alive"} {
@@ -185,7 +176,7 @@ func TestVarySelectsVariants(t *testing.T) {
 		w.Header().Set("Vary", "Accept-Encoding, accept-language")
 		w.Write([]byte(r.Header.Get("Accept-Encoding") + "|" + r.Header.Get("Accept-Language")))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/v"
 	steps := []struct {
 		desc        string
@@ -240,10 +231,8 @@ func TestConditionalRevalidation(t *testing.T) {
 		w.Header().Set("X-Version", strconv.Itoa(n))
 		w.WriteHeader(http.StatusNotModified)
 	})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/cond"
-	do(t, h, http.MethodGet, url)
-	clock.Add(20 * time.Second)
+	h := storedThenAged(t, clock, o, url, 20*time.Second)
 
 	// The client's own validators are not passed on: the cache asks with what it holds.
 	w := do(t, h, http.MethodGet, url, "If-None-Match", `"other"`)
@@ -271,23 +260,14 @@ func TestConditionalRevalidation(t *testing.T) {
 	if got := w.Header().Get("Cache-Control"); got != "max-age=30" {
 		t.Errorf("Cache-Control of the refreshed entry = %q, want max-age=30", got)
 	}
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 }
 
 // An answer with a validator and no freshness is stored but never served without asking:
 // no TTL is invented.
 func TestValidatorOnlyIsRevalidatedEveryTime(t *testing.T) {
 	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Etag", `"e"`)
-		if r.Header.Get("If-None-Match") == `"e"` {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		w.Write([]byte("data"))
-	})
+	o := validatingOrigin(t, `"e"`, nil, "data")
 	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/validator"
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=uri-miss; stored", "data")
@@ -295,9 +275,7 @@ func TestValidatorOnlyIsRevalidatedEveryTime(t *testing.T) {
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=stale; stored; fwd-status=304", "data")
 	clock.Add(time.Second)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=stale; stored; fwd-status=304", "data")
-	if got := o.callCount(); got != 3 {
-		t.Errorf("origin calls = %d, want 3", got)
-	}
+	wantCalls(t, o, 3)
 }
 
 // A changed answer to a conditional request replaces the stored one.
@@ -308,10 +286,8 @@ func TestRevalidationWithNewAnswer(t *testing.T) {
 		w.Header().Set("Etag", `"v`+strconv.Itoa(n)+`"`)
 		w.Write([]byte("version " + strconv.Itoa(n)))
 	})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/changed"
-	do(t, h, http.MethodGet, url)
-	clock.Add(15 * time.Second)
+	h := storedThenAged(t, clock, o, url, 15*time.Second)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; fwd=stale; stored", "version 2")
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "version 2")
 }
@@ -360,9 +336,7 @@ func TestClientConditionalOnHit(t *testing.T) {
 			}
 		})
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // Cache-Control: immutable says nothing to a shared cache once the answer is stale: it is
@@ -379,19 +353,9 @@ func TestImmutableStaleIsRevalidated(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Cache-Control", "max-age=2, immutable")
-				w.Header().Set("Etag", `"abcd"`)
-				if r.Header.Get("If-None-Match") == `"abcd"` {
-					w.WriteHeader(http.StatusNotModified)
-					return
-				}
-				w.Write([]byte("data"))
-			})
-			h := newTestHandler(t, Settings{Now: clock.Now}, o)
+			o := validatingOrigin(t, `"abcd"`, []string{"Cache-Control", "max-age=2, immutable"}, "data")
 			const url = "http://example.com/immutable"
-			do(t, h, http.MethodGet, url)
-			clock.Add(3 * time.Second)
+			h := storedThenAged(t, clock, o, url, 3*time.Second)
 			w := do(t, h, http.MethodGet, url, tc.header...)
 			wantAnswer(t, w, 200, "Weir; fwd=stale; stored; fwd-status=304", "data")
 			if got := o.request(t, 2).Header.Get("If-None-Match"); got != `"abcd"` {
@@ -430,9 +394,7 @@ func TestIfModifiedSinceWithoutLastModified(t *testing.T) {
 			if w.Code != tc.wantStatus {
 				t.Errorf("status = %d, want %d", w.Code, tc.wantStatus)
 			}
-			if got := o.callCount(); got != 1 {
-				t.Errorf("origin calls = %d, want 1", got)
-			}
+			wantCalls(t, o, 1)
 		})
 	}
 }
@@ -440,15 +402,8 @@ func TestIfModifiedSinceWithoutLastModified(t *testing.T) {
 // RFC 5861 section 3: a stale answer within stale-while-revalidate is served at once while
 // one background fetch refreshes it.
 func TestStaleWhileRevalidate(t *testing.T) {
-	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=10, stale-while-revalidate=60")
-		w.Write([]byte("v" + strconv.Itoa(n)))
-	})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/swr"
-	do(t, h, http.MethodGet, url)
-	clock.Add(25 * time.Second)
+	h, o, clock := staleWhileRevalidating(t, url, 25*time.Second)
 	o.hold(2)
 
 	// The refresh is blocked at the origin, yet both requests are answered at once.
@@ -466,9 +421,7 @@ func TestStaleWhileRevalidate(t *testing.T) {
 	o.release(2)
 	waitIdle(t, h)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "v2")
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 
 	// Past the window the client waits for the origin.
 	clock.Add(100 * time.Second)
@@ -493,20 +446,11 @@ func TestStaleWindowsTurnedOff(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Cache-Control", tc.cc)
-				w.Header().Set("Etag", `"e"`)
-				if n > 1 {
-					w.WriteHeader(http.StatusServiceUnavailable)
-				}
-				w.Write([]byte("v" + strconv.Itoa(n)))
-			})
-			h := newTestHandler(t, Settings{Now: clock.Now}, o)
+			o := failingOrigin(t, 1, []string{"Cache-Control", tc.cc, "Etag", `"e"`}, "v1", http.StatusServiceUnavailable)
 			const url = "http://example.com/off"
-			do(t, h, http.MethodGet, url)
-			clock.Add(20 * time.Second)
+			h := storedThenAged(t, clock, o, url, 20*time.Second)
 			w := do(t, h, http.MethodGet, url, tc.reqHeader...)
-			wantAnswer(t, w, 503, "Weir; fwd=stale; detail=origin-error", "v2")
+			wantAnswer(t, w, 503, "Weir; fwd=stale; detail=origin-error", "down")
 		})
 	}
 }
@@ -525,26 +469,16 @@ func TestStaleIfError(t *testing.T) {
 		{desc: "502", errStatus: 502, advance: 20 * time.Second, wantStatus: 200, wantCS: "Weir; hit; ttl=-10; detail=stale-if-error", wantBody: "good"},
 		{desc: "503", errStatus: 503, advance: 20 * time.Second, wantStatus: 200, wantCS: "Weir; hit; ttl=-10; detail=stale-if-error", wantBody: "good"},
 		{desc: "504", errStatus: 504, advance: 20 * time.Second, wantStatus: 200, wantCS: "Weir; hit; ttl=-10; detail=stale-if-error", wantBody: "good"},
-		{desc: "404 is an answer, not an error", errStatus: 404, advance: 20 * time.Second, wantStatus: 404, wantCS: "Weir; fwd=stale; detail=no-freshness", wantBody: "bad"},
-		{desc: "501 is an answer, not an error", errStatus: 501, advance: 20 * time.Second, wantStatus: 501, wantCS: "Weir; fwd=stale; detail=no-freshness", wantBody: "bad"},
-		{desc: "past the window", errStatus: 503, advance: 200 * time.Second, wantStatus: 503, wantCS: "Weir; fwd=uri-miss; detail=origin-error", wantBody: "bad"},
+		{desc: "404 is an answer, not an error", errStatus: 404, advance: 20 * time.Second, wantStatus: 404, wantCS: "Weir; fwd=stale; detail=no-freshness", wantBody: "down"},
+		{desc: "501 is an answer, not an error", errStatus: 501, advance: 20 * time.Second, wantStatus: 501, wantCS: "Weir; fwd=stale; detail=no-freshness", wantBody: "down"},
+		{desc: "past the window", errStatus: 503, advance: 200 * time.Second, wantStatus: 503, wantCS: "Weir; fwd=uri-miss; detail=origin-error", wantBody: "down"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				if n == 1 {
-					w.Header().Set("Cache-Control", "max-age=10, stale-if-error=60")
-					w.Write([]byte("good"))
-					return
-				}
-				w.WriteHeader(tc.errStatus)
-				w.Write([]byte("bad"))
-			})
-			h := newTestHandler(t, Settings{Now: clock.Now}, o)
+			o := failingOrigin(t, 1, []string{"Cache-Control", "max-age=10, stale-if-error=60"}, "good", tc.errStatus)
 			const url = "http://example.com/sie"
-			do(t, h, http.MethodGet, url)
-			clock.Add(tc.advance)
+			h := storedThenAged(t, clock, o, url, tc.advance)
 			wantAnswer(t, do(t, h, http.MethodGet, url), tc.wantStatus, tc.wantCS, tc.wantBody)
 		})
 	}
@@ -594,7 +528,7 @@ func TestUnsafeMethodInvalidates(t *testing.T) {
 					w.WriteHeader(tc.status)
 				}
 			})
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			h := newFrozenHandler(t, o)
 			all := append(append([]string(nil), tc.invalidated...), tc.kept...)
 			for _, p := range all {
 				do(t, h, http.MethodGet, "http://example.com"+p)
@@ -631,11 +565,8 @@ func TestBypass(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Cache-Control", "max-age=60")
-				w.Write([]byte("x"))
-			})
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "x")
+			h := newFrozenHandler(t, o)
 			w := do(t, h, tc.method, "http://example.com/bypass", tc.header...)
 			if got := w.Header().Get("Cache-Status"); got != tc.wantCS {
 				t.Errorf("Cache-Status = %q, want %q", got, tc.wantCS)
@@ -651,23 +582,14 @@ func TestBypass(t *testing.T) {
 // HEAD is served from stored GET answers, without a body.
 func TestHeadFromStorage(t *testing.T) {
 	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=10")
-		w.Header().Set("Etag", `"e"`)
-		w.Header().Set("Content-Type", "text/plain")
-		if r.Method == http.MethodHead {
-			// An origin behind a proxy sends no body for HEAD.
-			return
-		}
-		w.Write([]byte("full body " + strconv.Itoa(n)))
-	})
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=10", "Etag", `"e"`, "Content-Type", "text/plain"})
 	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/head"
 	do(t, h, http.MethodGet, url)
 	w := do(t, h, http.MethodHead, url)
 	wantAnswer(t, w, 200, "Weir; hit; ttl=10", "")
-	if got := w.Header().Get("Content-Length"); got != "11" {
-		t.Errorf("HEAD Content-Length = %q, want 11", got)
+	if got := w.Header().Get("Content-Length"); got != "2" {
+		t.Errorf("HEAD Content-Length = %q, want 2, the stored body's", got)
 	}
 
 	// A HEAD that finds the entry stale refreshes it with a GET: a stored answer must keep
@@ -684,37 +606,24 @@ func TestHeadFromStorage(t *testing.T) {
 	if got := w.Header().Get("Cache-Status"); got != "Weir; hit; ttl=10" {
 		t.Errorf("GET after the HEAD refresh: Cache-Status = %q, want a hit", got)
 	}
-	if got := w.Body.String(); got != "full body 2" {
-		t.Errorf("GET after the HEAD refresh: body = %q, want %q", got, "full body 2")
+	if got := w.Body.String(); got != "v2" {
+		t.Errorf("GET after the HEAD refresh: body = %q, want %q", got, "v2")
 	}
 }
 
 // A stale-while-revalidate refresh triggered by HEAD stores a whole GET answer too.
 func TestHeadBackgroundRefreshKeepsBody(t *testing.T) {
-	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=10, stale-while-revalidate=60")
-		if r.Method == http.MethodHead {
-			return
-		}
-		w.Write([]byte("body " + strconv.Itoa(n)))
-	})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/head-swr"
-	do(t, h, http.MethodGet, url)
-	clock.Add(20 * time.Second)
+	h, _, _ := staleWhileRevalidating(t, url, 20*time.Second)
 	wantAnswer(t, do(t, h, http.MethodHead, url), 200, "Weir; hit; ttl=-10", "")
 	waitIdle(t, h)
-	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "body 2")
+	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "v2")
 }
 
 // A client's no-cache makes Weir ask the origin even for a fresh entry.
 func TestClientNoCacheOnFreshEntry(t *testing.T) {
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		w.Write([]byte("v" + strconv.Itoa(n)))
-	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=60"})
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/ncf"
 	do(t, h, http.MethodGet, url)
 	tests := []struct {
@@ -870,7 +779,7 @@ func TestUnsafeMethodInvalidatesVariants(t *testing.T) {
 		w.Header().Set("Vary", "Accept-Language")
 		w.Write([]byte(r.Header.Get("Accept-Language") + " v" + strconv.Itoa(n)))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/inv-vary"
 	do(t, h, http.MethodGet, url, "Accept-Language", "en")
 	do(t, h, http.MethodPost, url)

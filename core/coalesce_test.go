@@ -22,6 +22,15 @@ func startFollowers(t *testing.T, h *Handler, url string, n int, header ...strin
 	return out
 }
 
+// startFlight starts a leader for url, waits until its fetch is origin call number call (which
+// the test holds), and starts n followers of its flight.
+func startFlight(t *testing.T, h *Handler, o *scriptOrigin, url string, call, n int) (*pendingAnswer, []*pendingAnswer) {
+	t.Helper()
+	leader := serveAsync(h, newRequest(http.MethodGet, url))
+	o.waitEntered(t, call)
+	return leader, startFollowers(t, h, url, n)
+}
+
 // FR-COA-1: concurrent requests for one key share one origin fetch; followers say collapsed.
 func TestCoalesceOneFetch(t *testing.T) {
 	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
@@ -29,33 +38,26 @@ func TestCoalesceOneFetch(t *testing.T) {
 		w.Write([]byte("shared " + strconv.Itoa(n)))
 	})
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/c"
 	const n = 10
-	leader := serveAsync(h, newRequest(http.MethodGet, url))
-	o.waitEntered(t, 1)
-	followers := startFollowers(t, h, url, n-1)
+	leader, followers := startFlight(t, h, o, url, 1, n-1)
 	o.release(1)
 
 	wantAnswer(t, awaitAnswer(t, leader), 200, "Weir; fwd=uri-miss; stored", "shared 1")
 	for _, f := range followers {
 		wantAnswer(t, awaitAnswer(t, f), 200, "Weir; fwd=uri-miss; collapsed", "shared 1")
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=60", "shared 1")
 }
 
 // FR-COA-1 under contention: requests arriving together, none sequenced, still make one
 // fetch as long as the origin has not answered.
 func TestCoalesceAllArriveTogether(t *testing.T) {
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		w.Write([]byte("x"))
-	})
+	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "x")
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/together"
 	const n = 8
 	start := make(chan struct{})
@@ -89,9 +91,7 @@ func TestCoalesceAllArriveTogether(t *testing.T) {
 	if collapsed != n-1 {
 		t.Errorf("collapsed answers = %d, want %d", collapsed, n-1)
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // FR-COA-2: the fetch runs detached: a leader that hangs up does not cancel it, followers
@@ -104,7 +104,7 @@ func TestCoalesceLeaderHangsUp(t *testing.T) {
 		w.Write([]byte("survived"))
 	})
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/hangup"
 	req, cancel := cancellableRequest(newRequest(http.MethodGet, url))
 	defer cancel()
@@ -127,19 +127,14 @@ func TestCoalesceLeaderHangsUp(t *testing.T) {
 	}
 	waitIdle(t, h)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=60", "survived")
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // A follower that hangs up leaves at once; the others are not disturbed.
 func TestCoalesceFollowerHangsUp(t *testing.T) {
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		w.Write([]byte("ok"))
-	})
+	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "ok")
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/fhangup"
 	leader := serveAsync(h, newRequest(http.MethodGet, url))
 	o.waitEntered(t, 1)
@@ -177,9 +172,7 @@ func TestCoalesceLeaderMaxAge(t *testing.T) {
 	o.release(1)
 	wantAnswer(t, awaitAnswer(t, first), 200, "Weir; fwd=uri-miss; stored", "answer 1")
 	wantAnswer(t, awaitAnswer(t, early[0]), 200, "Weir; fwd=uri-miss; collapsed", "answer 1")
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 }
 
 // FR-COA-4: a follower waits at most FollowerMaxWait, then serves stale if allowed, or
@@ -195,20 +188,16 @@ func TestCoalesceFollowerMaxWait(t *testing.T) {
 		wantHits int
 	}{
 		{desc: "stale-if-error allows stale", cc: "max-age=10, stale-if-error=600", advance: 20 * time.Second,
-			wantCode: 200, wantCS: "Weir; hit; ttl=-10; detail=coalesce-timeout", wantBody: "answer 1", wantHits: 2},
+			wantCode: 200, wantCS: "Weir; hit; ttl=-10; detail=coalesce-timeout", wantBody: "v1", wantHits: 2},
 		{desc: "nothing stored", cc: "no-store", advance: time.Second,
-			wantCode: 200, wantCS: "Weir; fwd=uri-miss; detail=coalesce-timeout", wantBody: "answer 3", wantHits: 3},
+			wantCode: 200, wantCS: "Weir; fwd=uri-miss; detail=coalesce-timeout", wantBody: "v3", wantHits: 3},
 		{desc: "stale without permission", cc: "max-age=10, must-revalidate, stale-if-error=600", advance: 20 * time.Second,
-			wantCode: 200, wantCS: "Weir; fwd=uri-miss; detail=coalesce-timeout", wantBody: "answer 3", wantHits: 3},
+			wantCode: 200, wantCS: "Weir; fwd=uri-miss; detail=coalesce-timeout", wantBody: "v3", wantHits: 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Cache-Control", tc.cc)
-				w.Header().Set("Etag", `"e`+strconv.Itoa(n)+`"`)
-				w.Write([]byte("answer " + strconv.Itoa(n)))
-			})
+			o := countingOrigin(t, []string{"Cache-Control", tc.cc, "Etag", `"e"`})
 			h := newTestHandler(t, Settings{Now: clock.Now, FollowerMaxWait: 20 * time.Millisecond, HitForMissTTL: time.Nanosecond}, o)
 			url := "http://example.com/wait"
 			// Call 1 stores (or not) what the follower may fall back on.
@@ -222,122 +211,83 @@ func TestCoalesceFollowerMaxWait(t *testing.T) {
 			o.release(2)
 			awaitAnswer(t, leader)
 			wantAnswer(t, w, tc.wantCode, tc.wantCS, tc.wantBody)
-			if got := o.callCount(); got != tc.wantHits {
-				t.Errorf("origin calls = %d, want %d", got, tc.wantHits)
-			}
+			wantCalls(t, o, tc.wantHits)
 		})
 	}
 }
 
-// FR-COA-5: an origin error goes to every waiter; each serves stale if stale-if-error
-// allows it, and no follower retries.
-func TestCoalesceOriginErrorToEveryWaiter(t *testing.T) {
+// FR-COA-5, FR-COA-6: an origin error, or a panic in the fetch, goes to every waiter; each
+// serves stale if stale-if-error allows it, and no follower retries. A panic is recovered
+// and logged, answered 502 with nothing stored, and the flight is released.
+func TestCoalesceOriginFailureToEveryWaiter(t *testing.T) {
 	tests := []struct {
-		desc             string
-		stored           bool
-		wantCode         int
-		wantLeaderCS     string
-		wantFollowerCS   string
-		wantBody         string
-		wantOriginCalls  int
-		wantFollowerBody string
-	}{
-		{desc: "nothing stored", wantCode: 503,
-			wantLeaderCS: "Weir; fwd=uri-miss; detail=origin-error", wantFollowerCS: "Weir; fwd=uri-miss; collapsed; detail=origin-error",
-			wantBody: "down", wantFollowerBody: "down", wantOriginCalls: 1},
-		{desc: "stale-if-error", stored: true, wantCode: 200,
-			wantLeaderCS: "Weir; hit; ttl=-20; detail=stale-if-error", wantFollowerCS: "Weir; hit; ttl=-20; detail=stale-if-error",
-			wantBody: "good", wantFollowerBody: "good", wantOriginCalls: 2},
-	}
-	for _, tc := range tests {
-		t.Run(tc.desc, func(t *testing.T) {
-			clock := newFakeClock()
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				if tc.stored && n == 1 {
-					w.Header().Set("Cache-Control", "max-age=10, stale-if-error=600")
-					w.Write([]byte("good"))
-					return
-				}
-				w.WriteHeader(http.StatusServiceUnavailable)
-				w.Write([]byte("down"))
-			})
-			h := newTestHandler(t, Settings{Now: clock.Now}, o)
-			const url = "http://example.com/err"
-			errCall := 1
-			if tc.stored {
-				do(t, h, http.MethodGet, url)
-				clock.Add(30 * time.Second)
-				errCall = 2
-			}
-			o.hold(errCall)
-			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, errCall)
-			followers := startFollowers(t, h, url, 4)
-			o.release(errCall)
-			wantAnswer(t, awaitAnswer(t, leader), tc.wantCode, tc.wantLeaderCS, tc.wantBody)
-			for _, f := range followers {
-				wantAnswer(t, awaitAnswer(t, f), tc.wantCode, tc.wantFollowerCS, tc.wantFollowerBody)
-			}
-			if got := o.callCount(); got != tc.wantOriginCalls {
-				t.Errorf("origin calls = %d, want %d", got, tc.wantOriginCalls)
-			}
-		})
-	}
-}
-
-// FR-COA-5, FR-COA-6: a panic in the fetch is recovered, logged, delivered to every waiter
-// (stale if allowed, else 502), and the flight is released.
-func TestCoalesceOriginPanic(t *testing.T) {
-	tests := []struct {
-		desc           string
+		desc string
+		// panics: the failing origin call panics; otherwise it answers 503.
+		panics         bool
 		stored         bool
 		wantCode       int
 		wantLeaderCS   string
 		wantFollowerCS string
+		wantBody       string // "" leaves the body unchecked
 	}{
-		{desc: "nothing stored", wantCode: 502,
+		{desc: "error, nothing stored", wantCode: 503,
+			wantLeaderCS: "Weir; fwd=uri-miss; detail=origin-error", wantFollowerCS: "Weir; fwd=uri-miss; collapsed; detail=origin-error",
+			wantBody: "down"},
+		{desc: "error, stale-if-error", stored: true, wantCode: 200,
+			wantLeaderCS: "Weir; hit; ttl=-20; detail=stale-if-error", wantFollowerCS: "Weir; hit; ttl=-20; detail=stale-if-error",
+			wantBody: "good"},
+		{desc: "panic, nothing stored", panics: true, wantCode: 502,
 			wantLeaderCS: "Weir; fwd=uri-miss; detail=origin-panic", wantFollowerCS: "Weir; fwd=uri-miss; collapsed; detail=origin-panic"},
-		{desc: "stale-if-error", stored: true, wantCode: 200,
-			wantLeaderCS: "Weir; hit; ttl=-20; detail=stale-if-error", wantFollowerCS: "Weir; hit; ttl=-20; detail=stale-if-error"},
+		{desc: "panic, stale-if-error", panics: true, stored: true, wantCode: 200,
+			wantLeaderCS: "Weir; hit; ttl=-20; detail=stale-if-error", wantFollowerCS: "Weir; hit; ttl=-20; detail=stale-if-error",
+			wantBody: "good"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
 			logs := &testLog{}
-			panicCall := 1
+			failCall := 1
 			if tc.stored {
-				panicCall = 2
+				failCall = 2
 			}
 			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				if n == panicCall {
+				if n == failCall && tc.panics {
 					panic("origin bug")
 				}
+				if n == failCall {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					w.Write([]byte("down"))
+					return
+				}
 				w.Header().Set("Cache-Control", "max-age=10, stale-if-error=600")
-				w.Write([]byte("good " + strconv.Itoa(n)))
+				w.Write([]byte("good"))
 			})
 			h := newTestHandler(t, Settings{Now: clock.Now, Log: func(msg string) { logs.add(msg) }}, o)
-			const url = "http://example.com/panic"
+			const url = "http://example.com/err"
 			if tc.stored {
 				do(t, h, http.MethodGet, url)
 				clock.Add(30 * time.Second)
 			}
-			o.hold(panicCall)
-			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, panicCall)
-			followers := startFollowers(t, h, url, 3)
-			o.release(panicCall)
-			w := awaitAnswer(t, leader)
-			if w.Code != tc.wantCode || w.Header().Get("Cache-Status") != tc.wantLeaderCS {
-				t.Errorf("leader: %d %q, want %d %q", w.Code, w.Header().Get("Cache-Status"), tc.wantCode, tc.wantLeaderCS)
-			}
-			for _, f := range followers {
-				w := awaitAnswer(t, f)
-				if w.Code != tc.wantCode || w.Header().Get("Cache-Status") != tc.wantFollowerCS {
-					t.Errorf("follower: %d %q, want %d %q", w.Code, w.Header().Get("Cache-Status"), tc.wantCode, tc.wantFollowerCS)
+			o.hold(failCall)
+			leader, followers := startFlight(t, h, o, url, failCall, 4)
+			o.release(failCall)
+			wantFailure := func(who string, w *httptest.ResponseRecorder, cs string) {
+				t.Helper()
+				if w.Code != tc.wantCode || w.Header().Get("Cache-Status") != cs {
+					t.Errorf("%s: %d %q, want %d %q", who, w.Code, w.Header().Get("Cache-Status"), tc.wantCode, cs)
+				}
+				if got := w.Body.String(); tc.wantBody != "" && got != tc.wantBody {
+					t.Errorf("%s: body = %q, want %q", who, got, tc.wantBody)
 				}
 			}
-			if got := o.callCount(); got != panicCall {
-				t.Errorf("origin calls = %d, want %d: followers must not retry", got, panicCall)
+			wantFailure("leader", awaitAnswer(t, leader), tc.wantLeaderCS)
+			for _, f := range followers {
+				wantFailure("follower", awaitAnswer(t, f), tc.wantFollowerCS)
+			}
+			// Followers do not retry.
+			wantCalls(t, o, failCall)
+			if !tc.panics {
+				return
 			}
 			if got := h.e.flights.InFlight(); got != 0 {
 				t.Errorf("flights after the panic = %d, want 0", got)
@@ -346,8 +296,7 @@ func TestCoalesceOriginPanic(t *testing.T) {
 				t.Errorf("log = %q, want one line about the panic", logged)
 			}
 			// The flight was released: the next request leads a new fetch.
-			w = do(t, h, http.MethodGet, url)
-			if w.Code != 200 || !strings.HasPrefix(w.Body.String(), "good") {
+			if w := do(t, h, http.MethodGet, url); w.Code != 200 || w.Body.String() != "good" {
 				t.Errorf("after the panic: %d %q, want a fresh answer", w.Code, w.Body.String())
 			}
 		})
@@ -374,11 +323,9 @@ func TestCoalesceOriginErrorStripsPrivateState(t *testing.T) {
 				w.Write([]byte("error page"))
 			})
 			o.hold(1)
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			h := newFrozenHandler(t, o)
 			const url = "http://example.com/err-private"
-			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, 1)
-			followers := startFollowers(t, h, url, 2)
+			leader, followers := startFlight(t, h, o, url, 1, 2)
 			o.release(1)
 			w := awaitAnswer(t, leader)
 			if w.Code != 502 || w.Body.String() != "error page" || w.Header().Get(tc.header[0]) != tc.header[1] {
@@ -439,9 +386,7 @@ func TestCoalesceUnshareableAnswer(t *testing.T) {
 			o.hold(1)
 			h := newTestHandler(t, Settings{Now: clock.Now, HitForMissTTL: 30 * time.Second}, o)
 			const url = "http://example.com/private"
-			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, 1)
-			followers := startFollowers(t, h, url, 3)
+			leader, followers := startFlight(t, h, o, url, 1, 3)
 			o.release(1)
 
 			wantAnswer(t, awaitAnswer(t, leader), 200, "Weir; fwd=uri-miss; detail="+tc.reason, "SECRET for the leader")
@@ -509,14 +454,10 @@ func TestCoalesceRevalidationWithPrivateState(t *testing.T) {
 				w.Header().Set("Cache-Control", "max-age=10")
 				w.Write([]byte("public body"))
 			})
-			h := newTestHandler(t, Settings{Now: clock.Now}, o)
 			const url = "http://example.com/reval-private"
-			do(t, h, http.MethodGet, url)
-			clock.Add(20 * time.Second)
+			h := storedThenAged(t, clock, o, url, 20*time.Second)
 			o.hold(2)
-			leader := serveAsync(h, newRequest(http.MethodGet, url))
-			o.waitEntered(t, 2)
-			followers := startFollowers(t, h, url, 2)
+			leader, followers := startFlight(t, h, o, url, 2, 2)
 			o.release(2)
 			w := awaitAnswer(t, leader)
 			if w.Code != 200 || w.Body.String() != "public body" {
@@ -554,17 +495,13 @@ func TestCoalesceTooLargeAnswer(t *testing.T) {
 	o.hold(1)
 	h := newTestHandler(t, Settings{Now: newFakeClock().Now, MaxEntrySize: 1024}, o)
 	const url = "http://example.com/big"
-	leader := serveAsync(h, newRequest(http.MethodGet, url))
-	o.waitEntered(t, 1)
-	followers := startFollowers(t, h, url, 2)
+	leader, followers := startFlight(t, h, o, url, 1, 2)
 	o.release(1)
 	wantAnswer(t, awaitAnswer(t, leader), 200, "Weir; fwd=uri-miss; detail=too-large", big)
 	for _, f := range followers {
 		wantAnswer(t, awaitAnswer(t, f), 200, "Weir; fwd=uri-miss; detail=uncacheable", big)
 	}
-	if got := o.callCount(); got != 3 {
-		t.Errorf("origin calls = %d, want 3", got)
-	}
+	wantCalls(t, o, 3)
 }
 
 // FR-COA-8: a request with Authorization that finds nothing stored neither waits on nor
@@ -575,7 +512,7 @@ func TestCoalesceAuthorizationFetchesAlone(t *testing.T) {
 		w.Write([]byte("for " + r.Header.Get("Authorization") + strconv.Itoa(n)))
 	})
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/auth"
 	leader := serveAsync(h, newRequest(http.MethodGet, url))
 	o.waitEntered(t, 1)
@@ -594,7 +531,7 @@ func TestCoalesceAuthorizationFetchesAlone(t *testing.T) {
 // A credentialed answer that says public is stored and shared.
 func TestCoalesceAuthorizationPublicIsShared(t *testing.T) {
 	o := staticOrigin(t, 200, []string{"Cache-Control", "public, max-age=60"}, "public")
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/auth-public"
 	wantAnswer(t, do(t, h, http.MethodGet, url, "Authorization", "Bearer alice"), 200, "Weir; fwd=uri-miss; stored", "public")
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=60", "public")
@@ -609,7 +546,7 @@ func TestCoalesceVaryOtherVariant(t *testing.T) {
 		w.Write([]byte("lang=" + r.Header.Get("Accept-Language")))
 	})
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/vary-coalesce"
 	leader := serveAsync(h, newRequest(http.MethodGet, url, "Accept-Language", "en"))
 	o.waitEntered(t, 1)
@@ -628,15 +565,8 @@ func TestCoalesceVaryOtherVariant(t *testing.T) {
 // A stale-while-revalidate refresh is itself a flight: requests that must wait (a client's
 // no-cache) join it instead of starting another fetch.
 func TestCoalesceJoinsBackgroundRefresh(t *testing.T) {
-	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=10, stale-while-revalidate=60")
-		w.Write([]byte("v" + strconv.Itoa(n)))
-	})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/refresh-join"
-	do(t, h, http.MethodGet, url)
-	clock.Add(20 * time.Second)
+	h, o, _ := staleWhileRevalidating(t, url, 20*time.Second)
 	o.hold(2)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=-10", "v1")
 	o.waitEntered(t, 2)
@@ -644,9 +574,7 @@ func TestCoalesceJoinsBackgroundRefresh(t *testing.T) {
 	waitFollowers(t, h, url, 1)
 	o.release(2)
 	wantAnswer(t, awaitAnswer(t, waiting), 200, "Weir; fwd=stale; collapsed", "v2")
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 }
 
 // An answer to a credentialed request that may not be shared says nothing about the answer

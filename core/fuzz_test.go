@@ -2,47 +2,35 @@ package core
 
 import (
 	"bufio"
-	"math/rand"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/internal/querytest"
 )
 
 // The hit path looks a request up under its scheme, host and RequestURI as sent, before any
 // normalising: that key is the request's own whenever an entry is stored under it.
-var hitPathSeeds = []struct {
-	target, drop string
-	seed         int64
-}{
-	{"/p?a=1&b=2", "", 1},
-	{"/p?b=2&a=1", "", 2},
-	{"/p", "utm_source", 3},
-	{"/p?", "utm_source", 4},
-	{"/p??", "", 5},
-	{"/p?a=1#x&b", "", 6},
-	{"/p?utm_source=x", "utm_source", 7},
-	{"/p?utm_source=x&a=1", "utm_source", 8},
-	{"/p?&", "", 9},
-	{"/p?a=1&&b=2&", "fbclid", 10},
-	{"/p%3Fa?b=1&a", "", 11},
-	{"/a/../b?z&y=1&y=0", "y", 12},
-	{"/p?a b", "", 13},
+var hitPathSeeds = []querytest.Seed{
+	{Query: "/p?a=1&b=2", Order: 1},
+	{Query: "/p?b=2&a=1", Order: 2},
+	{Query: "/p", Drop: "utm_source", Order: 3},
+	{Query: "/p?", Drop: "utm_source", Order: 4},
+	{Query: "/p??", Order: 5},
+	{Query: "/p?a=1#x&b", Order: 6},
+	{Query: "/p?utm_source=x", Drop: "utm_source", Order: 7},
+	{Query: "/p?utm_source=x&a=1", Drop: "utm_source", Order: 8},
+	{Query: "/p?&", Order: 9},
+	{Query: "/p?a=1&&b=2&", Drop: "fbclid", Order: 10},
+	{Query: "/p%3Fa?b=1&a", Order: 11},
+	{Query: "/a/../b?z&y=1&y=0", Drop: "y", Order: 12},
+	{Query: "/p?a b", Order: 13},
 }
 
-func FuzzHitPathKey(f *testing.F) {
-	for _, s := range hitPathSeeds {
-		f.Add(s.target, s.drop, s.seed)
-	}
-	f.Fuzz(checkHitPathKeyProps)
-}
+func FuzzHitPathKey(f *testing.F) { querytest.Fuzz(f, hitPathSeeds, checkHitPathKeyProps) }
 
-func TestHitPathKeySeeds(t *testing.T) {
-	for _, s := range hitPathSeeds {
-		checkHitPathKeyProps(t, s.target, s.drop, s.seed)
-	}
-}
+func TestHitPathKeySeeds(t *testing.T) { querytest.Run(t, hitPathSeeds, checkHitPathKeyProps) }
 
 // parseTarget is a GET for target on example.com as net/http's server hands it on, or nil
 // when the server would refuse it or not hand it on in origin form.
@@ -55,11 +43,7 @@ func parseTarget(target string) *http.Request {
 }
 
 func checkHitPathKeyProps(t *testing.T, target, drop string, seed int64) {
-	var dropList []string
-	if drop != "" {
-		dropList = strings.Split(drop, ",")
-	}
-	k := httpcache.NewKeyer(dropList)
+	k := httpcache.NewKeyer(querytest.DropList(drop))
 	r := parseTarget(target)
 	if r == nil {
 		return
@@ -90,7 +74,7 @@ func checkHitPathKeyProps(t *testing.T, target, drop string, seed int64) {
 	// Whatever another spelling of the request stores (its parameters reordered), the hit
 	// path finds it under this target only if it is this target's own key.
 	if i := strings.IndexByte(target, '?'); i >= 0 {
-		other := parseTarget(target[:i+1] + shuffleParams(target[i+1:], seed))
+		other := parseTarget(target[:i+1] + querytest.Shuffle(target[i+1:], seed))
 		if other == nil {
 			return
 		}
@@ -101,25 +85,4 @@ func checkHitPathKeyProps(t *testing.T, target, drop string, seed int64) {
 			t.Fatalf("target %q finds %q, stored for %q, on the hit path: its own key is %q", other.RequestURI, stored, target, k.Key(other))
 		}
 	}
-}
-
-// shuffleParams reorders the parameters of q, keeping the order of those of the same name.
-func shuffleParams(q string, seed int64) string {
-	parts := strings.Split(q, "&")
-	if len(parts) < 2 {
-		return q
-	}
-	perm := rand.New(rand.NewSource(seed)).Perm(len(parts))
-	byName := make(map[string][]string)
-	for _, p := range parts {
-		n, _, _ := strings.Cut(p, "=")
-		byName[n] = append(byName[n], p)
-	}
-	out := make([]string, len(parts))
-	for i, j := range perm {
-		n, _, _ := strings.Cut(parts[j], "=")
-		out[i] = byName[n][0]
-		byName[n] = byName[n][1:]
-	}
-	return strings.Join(out, "&")
 }

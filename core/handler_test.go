@@ -32,9 +32,7 @@ func TestMissThenHit(t *testing.T) {
 	if got, want := w.Body.String(), "hello"; got != want {
 		t.Errorf("body = %q, want %q", got, want)
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // serverRequest is a request as net/http's server hands it on: parsed from a request line,
@@ -125,7 +123,7 @@ func TestQueryHitKeysOnRawQuery(t *testing.T) {
 		w.Header().Set("Cache-Control", "max-age=60")
 		w.Write([]byte(r.URL.RawQuery))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	for _, target := range []string{"/q?a=1", "/q?a=2", "/q?x?a=1"} {
 		h.ServeHTTP(httptest.NewRecorder(), serverRequest(t, "GET", target))
 	}
@@ -179,7 +177,7 @@ func TestEscapedPathsDoNotCollide(t *testing.T) {
 		w.Header().Set("Cache-Control", "max-age=60")
 		w.Write([]byte(r.URL.EscapedPath()))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	paths := []string{"/a%2Fb", "/a%252Fb", "/a/b", "/x%25", "/x%2525", "/%7Bq", "/{q"}
 	for _, p := range paths {
 		do(t, h, http.MethodGet, "http://example.com"+p)

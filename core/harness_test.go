@@ -76,6 +76,13 @@ func newTestHandler(t *testing.T, s Settings, origin http.Handler) *Handler {
 	return mustNew(t, uniqueEngineName(t), s, origin)
 }
 
+// newFrozenHandler is newTestHandler with default settings and a fake clock that never
+// moves: every answer is as old as when it was stored.
+func newFrozenHandler(t *testing.T, origin http.Handler) *Handler {
+	t.Helper()
+	return newTestHandler(t, Settings{Now: newFakeClock().Now}, origin)
+}
+
 // discardLog drops the engine's log lines.
 var discardLog = func(msg string) {}
 
@@ -125,9 +132,7 @@ func newBodyRequest(method, url, body string, header ...string) *http.Request {
 	}
 	// As a server receives it: origin form, which the hit path keys on.
 	r.RequestURI = r.URL.RequestURI()
-	for i := 0; i+1 < len(header); i += 2 {
-		r.Header.Add(header[i], header[i+1])
-	}
+	addFields(r.Header, header)
 	return r
 }
 
@@ -189,13 +194,93 @@ func wantCode(t *testing.T, what string, w *httptest.ResponseRecorder, code int)
 	}
 }
 
+// statusOrOK is status, or 200 for 0: tables leave an ordinary answer's status out.
+func statusOrOK(status int) int {
+	if status == 0 {
+		return http.StatusOK
+	}
+	return status
+}
+
+// wantCalls checks how many calls reached the origin.
+func wantCalls(t *testing.T, o *scriptOrigin, want int) {
+	t.Helper()
+	if got := o.callCount(); got != want {
+		t.Errorf("origin calls = %d, want %d", got, want)
+	}
+}
+
+// addFields adds header fields given as name, value pairs to h.
+func addFields(h http.Header, fields []string) {
+	for i := 0; i+1 < len(fields); i += 2 {
+		h.Add(fields[i], fields[i+1])
+	}
+}
+
 // staticOrigin answers every request with the same status, header fields and body.
 func staticOrigin(t *testing.T, status int, header []string, body string) *scriptOrigin {
 	return newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Add(header[i], header[i+1])
-		}
+		addFields(w.Header(), header)
 		w.WriteHeader(status)
+		w.Write([]byte(body))
+	})
+}
+
+// countingOrigin answers every request with 200, the header fields and the body "v" and the
+// call's number ("v1", "v2", ...), so that a test tells the answers apart. HEAD gets the
+// fields alone, as from an origin behind a proxy.
+func countingOrigin(t *testing.T, header []string) *scriptOrigin {
+	return newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		addFields(w.Header(), header)
+		if r.Method != http.MethodHead {
+			w.Write([]byte("v" + strconv.Itoa(n)))
+		}
+	})
+}
+
+// storedThenAged builds a handler over o on clock, has it answer a GET of url, storing what
+// o answers, and moves clock on by age: the start of the tests of what a stale entry does.
+func storedThenAged(t *testing.T, clock *fakeClock, o *scriptOrigin, url string, age time.Duration) *Handler {
+	t.Helper()
+	h := newTestHandler(t, Settings{Now: clock.Now}, o)
+	do(t, h, http.MethodGet, url)
+	clock.Add(age)
+	return h
+}
+
+// staleWhileRevalidating is storedThenAged for a countingOrigin whose answers say max-age=10,
+// stale-while-revalidate=60: the start of the tests of stale-while-revalidate.
+func staleWhileRevalidating(t *testing.T, url string, age time.Duration) (*Handler, *scriptOrigin, *fakeClock) {
+	t.Helper()
+	clock := newFakeClock()
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=10, stale-while-revalidate=60"})
+	return storedThenAged(t, clock, o, url, age), o, clock
+}
+
+// failingOrigin answers its first good calls with 200, the header fields and body, and every
+// later call with status and the body "down": an origin that fails once it has served.
+func failingOrigin(t *testing.T, good int, header []string, body string, status int) *scriptOrigin {
+	return newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n > good {
+			w.WriteHeader(status)
+			w.Write([]byte("down"))
+			return
+		}
+		addFields(w.Header(), header)
+		w.Write([]byte(body))
+	})
+}
+
+// validatingOrigin answers with the header fields, among them the entity tag etag, and the
+// body; to a request whose If-None-Match names etag, with 304 Not Modified and the fields.
+func validatingOrigin(t *testing.T, etag string, header []string, body string) *scriptOrigin {
+	return newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		addFields(w.Header(), header)
+		w.Header().Set("Etag", etag)
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
 		w.Write([]byte(body))
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/internal/await"
 )
 
 // The engine's use of the origin concurrency budget (core/limit): which requests hold a slot
@@ -548,39 +549,24 @@ func limMeasure(t *testing.T, h *Handler, o *limFairOrigin, fc limFairConfig, ta
 	took := make([]time.Duration, fc.samples)
 	before := make([]time.Duration, fc.samples)
 	problems := make([]string, fc.workers)
-	var wg sync.WaitGroup
-	for wk := 0; wk < fc.workers; wk++ {
-		wg.Add(1)
-		go func(wk int) {
-			defer wg.Done()
-			for i := wk; i < fc.samples; i += fc.workers {
-				url := fmt.Sprintf("http://example.com/other/%s/%d", tag, i)
-				r := httptest.NewRequest("GET", url, nil)
-				w := httptest.NewRecorder()
-				began := time.Now()
-				h.ServeHTTP(w, r)
-				took[i] = time.Since(began)
-				before[i] = -1
-				if at, ok := o.enteredAt(r.URL.Path); ok {
-					before[i] = at.Sub(began)
-				}
-				cs := w.Header().Get("Cache-Status")
-				if strict && problems[wk] == "" && (w.Code != 200 || cs != "Weir; fwd=uri-miss; stored") {
-					problems[wk] = fmt.Sprintf("%s: status %d, Cache-Status %q; want 200, \"Weir; fwd=uri-miss; stored\"", url, w.Code, cs)
-				}
+	await.Goroutines(t, fc.workers, 4*testWait, fmt.Sprintf("%s: %d requests on other paths", tag, fc.samples), func(wk int) {
+		for i := wk; i < fc.samples; i += fc.workers {
+			url := fmt.Sprintf("http://example.com/other/%s/%d", tag, i)
+			r := httptest.NewRequest("GET", url, nil)
+			w := httptest.NewRecorder()
+			began := time.Now()
+			h.ServeHTTP(w, r)
+			took[i] = time.Since(began)
+			before[i] = -1
+			if at, ok := o.enteredAt(r.URL.Path); ok {
+				before[i] = at.Sub(began)
 			}
-		}(wk)
-	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(4 * testWait):
-		t.Fatalf("%s: %d requests on other paths hang", tag, fc.samples)
-	}
+			cs := w.Header().Get("Cache-Status")
+			if strict && problems[wk] == "" && (w.Code != 200 || cs != "Weir; fwd=uri-miss; stored") {
+				problems[wk] = fmt.Sprintf("%s: status %d, Cache-Status %q; want 200, \"Weir; fwd=uri-miss; stored\"", url, w.Code, cs)
+			}
+		}
+	})
 	for _, p := range problems {
 		if p != "" {
 			t.Fatalf("%s: %s", tag, p)

@@ -153,13 +153,7 @@ func BenchmarkMissRateMissShare(b *testing.B) {
 // serves without telling the detector: the reference for the hit path's cost.
 func BenchmarkMissRateEngineFastHit(b *testing.B) {
 	h, _ := missRateBenchHandler(b)
-	r := httptest.NewRequest(http.MethodGet, "http://example.com/catalog/item", nil)
-	r.RequestURI = "/catalog/item"
-	h.ServeHTTP(httptest.NewRecorder(), r)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		h.ServeHTTP(httptest.NewRecorder(), r)
-	}
+	benchServe(b, h, "/catalog/item", statusHit)
 }
 
 // missRateBlock is how many requests a ratio benchmark times in a row before switching between

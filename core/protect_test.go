@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -488,28 +487,16 @@ func TestNegativeCacheAnswersHead(t *testing.T) {
 func TestNegativeCacheNotOverStale(t *testing.T) {
 	clock := newFakeClock()
 	logs := &testLog{}
-	var down int32
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		if atomic.LoadInt32(&down) != 0 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte("down"))
-			return
-		}
-		// The validator keeps the entry past its freshness, to be revalidated.
-		w.Header().Set("Cache-Control", "max-age=1")
-		w.Header().Set("Etag", `"v1"`)
-		w.Write([]byte("v1"))
-	})
+	// The validator keeps the entry past its freshness, to be revalidated; the origin is down
+	// from the second call.
+	o := failingOrigin(t, 1, []string{"Cache-Control", "max-age=1", "Etag", `"v1"`}, "v1", http.StatusServiceUnavailable)
 	h := newTestHandler(t, protectSettings(clock, logs), o)
 	do(t, h, http.MethodGet, "http://example.com/a")
 	clock.Add(2 * time.Second)
-	atomic.StoreInt32(&down, 1)
 	for i := 0; i < 3; i++ {
 		wantAnswer(t, do(t, h, http.MethodGet, "http://example.com/a"), http.StatusServiceUnavailable, "Weir; fwd=stale; detail=origin-error", "down")
 	}
-	if got, want := o.callCount(), 4; got != want {
-		t.Errorf("origin calls = %d, want %d", got, want)
-	}
+	wantCalls(t, o, 4)
 }
 
 // TestBreakerLearnsFrom: the breaker counts the cache's own fetches and unsafe methods
@@ -535,20 +522,11 @@ func TestBreakerLearnsFrom(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
 			logs := &testLog{}
-			var down int32
-			o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				if atomic.LoadInt32(&down) != 0 {
-					w.WriteHeader(http.StatusServiceUnavailable)
-					w.Write([]byte("down"))
-					return
-				}
-				w.Header().Set("Cache-Control", "no-store")
-				w.Write([]byte("up"))
-			})
+			// Up for the first call, down from the second.
+			o := failingOrigin(t, 1, []string{"Cache-Control", "no-store"}, "up", http.StatusServiceUnavailable)
 			h := newTestHandler(t, protectSettings(clock, logs), o)
 			// The first answer marks /api hit-for-pass.
 			wantAnswer(t, do(t, h, http.MethodGet, "http://example.com/api"), http.StatusOK, "Weir; fwd=uri-miss; detail=no-store", "up")
-			atomic.StoreInt32(&down, 1)
 			// With that success, 19 failures fill the window to minRequests (20).
 			for i := 0; i < breaker.DefaultMinRequests-1; i++ {
 				if w := do(t, h, tc.method, tc.url(i)); w.Code != http.StatusServiceUnavailable || strings.Contains(w.Header().Get("Cache-Status"), "circuit-open") {
@@ -783,15 +761,7 @@ func TestMissRateIgnoresRefusalsWhileProbing(t *testing.T) {
 	const requests = 600 // over missRate.minMisses (500) within one window
 	clock := newFakeClock()
 	logs := &testLog{}
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		if n == 1 {
-			w.Header().Set("Cache-Control", "max-age=1, stale-if-error=60")
-			w.Write([]byte("cached"))
-			return
-		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-		w.Write([]byte("down"))
-	})
+	o := failingOrigin(t, 1, []string{"Cache-Control", "max-age=1, stale-if-error=60"}, "cached", http.StatusServiceUnavailable)
 	s := protectSettings(clock, logs)
 	s.MissRate = missrate.Settings{Throttle: true}
 	h := newTestHandler(t, s, o)

@@ -136,15 +136,13 @@ func TestRangeFromStorage(t *testing.T) {
 	if w.Code != http.StatusNotModified || w.Header().Get("Content-Range") != "" {
 		t.Errorf("Range with a matching If-None-Match = %d, Content-Range %q; want 304 without it", w.Code, w.Header().Get("Content-Range"))
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // Range applies to a complete 200: a stored 404 is served whole.
 func TestRangeOnOtherStatusIsIgnored(t *testing.T) {
 	o := staticOrigin(t, 404, []string{"Cache-Control", "max-age=60"}, "not here")
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/missing"
 	do(t, h, http.MethodGet, url)
 	w := do(t, h, http.MethodGet, url, "Range", "bytes=0-1")
@@ -218,7 +216,7 @@ func TestRangeMiss(t *testing.T) {
 func TestRangeMissCoalesces(t *testing.T) {
 	o := rangeOrigin(t, []string{"Cache-Control", "max-age=60"}, "0123456789", true)
 	o.hold(1)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/range-shared"
 	leader := serveAsync(h, newRequest(http.MethodGet, url, "Range", "bytes=-3"))
 	o.waitEntered(t, 1)
@@ -227,27 +225,15 @@ func TestRangeMissCoalesces(t *testing.T) {
 	o.release(1)
 	wantRange(t, "leader", awaitAnswer(t, leader), 206, "bytes 7-9/10", "789")
 	wantRange(t, "follower", awaitAnswer(t, follower), 200, "", "0123456789")
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // A Range request that finds its entry stale revalidates it and is served its range.
 func TestRangeOnRevalidation(t *testing.T) {
 	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=10")
-		w.Header().Set("Etag", `"v1"`)
-		if r.Header.Get("If-None-Match") == `"v1"` {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		w.Write([]byte("0123456789"))
-	})
-	h := newTestHandler(t, Settings{Now: clock.Now}, o)
+	o := validatingOrigin(t, `"v1"`, []string{"Cache-Control", "max-age=10"}, "0123456789")
 	const url = "http://example.com/range-stale"
-	do(t, h, http.MethodGet, url)
-	clock.Add(20 * time.Second)
+	h := storedThenAged(t, clock, o, url, 20*time.Second)
 	w := do(t, h, http.MethodGet, url, "Range", "bytes=1-2")
 	wantRange(t, "Range on a stale entry", w, 206, "bytes 1-2/10", "12")
 	if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=stale; stored; fwd-status=304" {

@@ -98,19 +98,14 @@ func TestRegistryRoutersShareFlights(t *testing.T) {
 	o.release(1)
 	wantAnswer(t, awaitAnswer(t, leader), 200, "Weir; fwd=uri-miss; stored", "x")
 	wantAnswer(t, awaitAnswer(t, follower), 200, "Weir; fwd=uri-miss; collapsed", "x")
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }
 
 // A reload while a fetch is under way: the fetch still answers those who wait on it.
 func TestRegistryReloadDuringFlight(t *testing.T) {
 	name := uniqueEngineName(t)
 	clock := newFakeClock()
-	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=600")
-		w.Write([]byte("v" + fmt.Sprint(n)))
-	})
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=600"})
 	o.hold(1)
 	old := mustNew(t, name, Settings{Now: clock.Now}, o)
 	const url = "http://example.com/reload-flight"

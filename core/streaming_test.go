@@ -133,7 +133,7 @@ func TestEventStreamIsNotHeld(t *testing.T) {
 		}
 		w.Write([]byte("data: 2\n\n"))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	client = newWatchWriter()
 	if p := serveCatching(t, h, client, newRequest(http.MethodGet, "http://example.com/events")); p != nil {
 		t.Fatalf("ServeHTTP panicked with %v", p)
@@ -381,7 +381,5 @@ func TestRefreshOverTheLimitMarksPass(t *testing.T) {
 	if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=uri-miss; detail=uncacheable" {
 		t.Errorf("after the refresh: Cache-Status = %q, want the key passed through", got)
 	}
-	if got := o.callCount(); got != 3 {
-		t.Errorf("origin calls = %d, want 3", got)
-	}
+	wantCalls(t, o, 3)
 }

@@ -59,10 +59,7 @@ func TestTargetedFieldsThroughHandler(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			status := tc.status
-			if status == 0 {
-				status = http.StatusOK
-			}
+			status := statusOrOK(tc.status)
 			o := staticOrigin(t, status, tc.respHeader, "body")
 			clock := newFakeClock()
 			h := newTestHandler(t, Settings{Now: clock.Now}, o)
@@ -149,7 +146,7 @@ func TestOtherMethodsDropWeirOnlyFields(t *testing.T) {
 					w.WriteHeader(http.StatusOK)
 				}
 			})
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			h := newFrozenHandler(t, o)
 			w := do(t, h, tc.method, "http://example.com/m")
 			wantAnswer(t, w, 200, "Weir; fwd=method", "")
 			wantTargetedFields(t, 1, w.Header(), []string{"Cdn-Cache-Control", "no-store"},
@@ -173,7 +170,7 @@ func TestFetchAnnouncesSurrogateCapability(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "b")
-			h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+			h := newFrozenHandler(t, o)
 			r := newRequest(http.MethodGet, "http://example.com/cap", tc.reqHeader...)
 			h.ServeHTTP(httptest.NewRecorder(), r)
 			if got := o.request(t, 1).Header["Surrogate-Capability"]; !reflect.DeepEqual(got, tc.want) {
@@ -210,7 +207,5 @@ func TestRevalidationReadsTargetedField(t *testing.T) {
 	wantTargetedFields(t, 2, w.Header(), []string{"Cache-Control", "no-store"}, []string{"Surrogate-Control"})
 	clock.Add(50 * time.Second)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=50", "body")
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 }

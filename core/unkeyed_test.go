@@ -109,7 +109,7 @@ func TestUnkeyedHostIsKeyed(t *testing.T) {
 		}
 		w.Write([]byte(scheme + "://" + r.Host))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	serve := func(url string, tlsOn bool) *httptest.ResponseRecorder {
 		r := newRequest(http.MethodGet, url)
 		if tlsOn {
@@ -155,7 +155,7 @@ func TestUnkeyedHostIsKeyed(t *testing.T) {
 // is deliberate.
 func TestUnkeyedReflectionPoisonsOnlyItsOwnKey(t *testing.T) {
 	o := reflectingOrigin(t)
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const poisoned = "page X-Forwarded-Host=evil.example X-Original-Url=/admin X-Rewrite-Url=/admin" +
 		" X-Forwarded-Proto=https X-Forwarded-Scheme=https X-Http-Method-Override=POST"
 
@@ -165,9 +165,7 @@ func TestUnkeyedReflectionPoisonsOnlyItsOwnKey(t *testing.T) {
 	// X-Original-Url /admin wrote nothing under /admin, and other hosts are untouched.
 	wantAnswer(t, do(t, h, http.MethodGet, "http://example.com/admin"), 200, "Weir; fwd=uri-miss; stored", "page")
 	wantAnswer(t, do(t, h, http.MethodGet, "http://other.example/p"), 200, "Weir; fwd=uri-miss; stored", "page")
-	if got := o.callCount(); got != 3 {
-		t.Errorf("origin calls = %d, want 3", got)
-	}
+	wantCalls(t, o, 3)
 }
 
 // An origin that names the header it reflects in Vary gets one entry per value: the
@@ -178,7 +176,7 @@ func TestUnkeyedHeaderNamedInVaryIsKeyed(t *testing.T) {
 		w.Header().Set("Vary", "X-Forwarded-Host")
 		w.Write([]byte("host=" + r.Header.Get("X-Forwarded-Host")))
 	})
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/v"
 	do(t, h, http.MethodGet, url, "X-Forwarded-Host", "evil.example")
 	w := do(t, h, http.MethodGet, url)
@@ -189,9 +187,7 @@ func TestUnkeyedHeaderNamedInVaryIsKeyed(t *testing.T) {
 	if got, want := w.Header().Get("Cache-Status"), "Weir; hit; ttl=60"; got != want {
 		t.Errorf("repeated poisoned request: Cache-Status = %q, want %q", got, want)
 	}
-	if got := o.callCount(); got != 2 {
-		t.Errorf("origin calls = %d, want 2", got)
-	}
+	wantCalls(t, o, 2)
 }
 
 // X-HTTP-Method-Override is not a method: a GET carrying "POST" or "DELETE" is a GET, which
@@ -199,13 +195,11 @@ func TestUnkeyedHeaderNamedInVaryIsKeyed(t *testing.T) {
 // the request method only).
 func TestUnkeyedMethodOverrideDoesNotInvalidate(t *testing.T) {
 	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=60"}, "kept")
-	h := newTestHandler(t, Settings{Now: newFakeClock().Now}, o)
+	h := newFrozenHandler(t, o)
 	const url = "http://example.com/m"
 	do(t, h, http.MethodGet, url)
 	for _, m := range []string{"POST", "DELETE", "PURGE"} {
 		wantAnswer(t, do(t, h, http.MethodGet, url, "X-Http-Method-Override", m), 200, "Weir; hit; ttl=60", "kept")
 	}
-	if got := o.callCount(); got != 1 {
-		t.Errorf("origin calls = %d, want 1", got)
-	}
+	wantCalls(t, o, 1)
 }

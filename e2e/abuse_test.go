@@ -61,17 +61,7 @@ func TestFloodKeepsMemoryBounded(t *testing.T) {
 			"weir-flood": {"cache": map[string]interface{}{"maxSize": fmt.Sprintf("%dMiB", floodCacheMiB)}},
 		},
 	}
-	binary, root := requireTraefik(t)
-	tr, err := Start(Options{Binary: binary, Root: root, Dir: t.TempDir(), LogLevel: "ERROR"}, origin.URL, d)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("traefik log on failure:\n%s", tr.LogTail(40))
-		}
-		tr.Stop()
-	})
+	tr := startTraefikWith(t, Options{LogLevel: "ERROR"}, origin.URL, d)
 	pid := tr.cmd.Process.Pid
 
 	// Warm both routes so that the first reading already counts the interpreter's start-up
@@ -155,71 +145,40 @@ func flood(t *testing.T, tr *Traefik, prefix string) floodResult {
 	}}
 	defer client.CloseIdleConnections()
 	res := floodResult{prefix: prefix}
-	var next, sent, failed, hits int64
+	var sent, failed, hits int64
 	var once sync.Once
-	var wg sync.WaitGroup
 	began := time.Now()
-	for c := 0; c < floodClients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				n := atomic.AddInt64(&next, 1) - 1
-				if n >= floodKeys {
-					return
-				}
-				atomic.AddInt64(&sent, 1)
-				status, hit, err := floodGet(ctx, client, tr.URL(prefix+strconv.FormatInt(n, 10)))
-				if ctx.Err() != nil {
-					atomic.AddInt64(&sent, -1)
-					return
-				}
-				if err != nil || status != http.StatusOK {
-					atomic.AddInt64(&failed, 1)
-					once.Do(func() { res.firstFailure = fmt.Sprintf("%s%d: status %d, %v", prefix, n, status, err) })
-				}
-				if hit {
-					atomic.AddInt64(&hits, 1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	eachIndex(ctx, floodClients, floodKeys, func(n int) {
+		atomic.AddInt64(&sent, 1)
+		r, err := fetch(ctx, client, requestTimeout, http.MethodGet, tr.URL(prefix+strconv.Itoa(n)), nil)
+		status, hit := r.status, r.cacheStatus().hit()
+		if ctx.Err() != nil {
+			// Cut off by floodMaxTime: not counted as sent.
+			atomic.AddInt64(&sent, -1)
+			return
+		}
+		if err != nil || status != http.StatusOK {
+			atomic.AddInt64(&failed, 1)
+			once.Do(func() { res.firstFailure = fmt.Sprintf("%s%d: status %d, %v", prefix, n, status, err) })
+		}
+		if hit {
+			atomic.AddInt64(&hits, 1)
+		}
+	})
 	res.took = time.Since(began)
 	res.sent, res.failed, res.hits = sent, failed, hits
 	return res
 }
 
-func floodGet(ctx context.Context, client *http.Client, url string) (int, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, false, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, false, err
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, parseCacheStatus(resp.Header.Values("Cache-Status")).hit(), err
-}
-
 // hugeHeader sends one GET with a header value of size bytes and returns the status, or the
 // error when the server closed the connection instead of answering.
 func hugeHeader(tr *Traefik, path string, size int) (int, error) {
-	req, err := http.NewRequest(http.MethodGet, tr.URL(path), nil)
-	if err != nil {
-		return 0, err
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	r, err := fetch(context.Background(), client, requestTimeout, http.MethodGet, tr.URL(path), map[string]string{"X-Huge": strings.Repeat("h", size)})
+	if r.status != 0 {
+		return r.status, nil
 	}
-	req.Header.Set("X-Huge", strings.Repeat("h", size))
-	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	return 0, err
 }
 
 // settledRSS forces a collection in Traefik (pprof's heap profile with gc=1 runs one),

@@ -166,7 +166,7 @@ func TestBreakerBrownout(t *testing.T) {
 		o.Handle(p, cbo.handler("no-store"))
 		paths = append(paths, p)
 	}
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["breaker"] = map[string]interface{}{
 		"scope": "host", "window": cbWindow.String(), "minRequests": "20", "failureRatio": "0.5",
 		"openFor": cbOpenFor.String(), "maxOpenFor": cbMaxOpenFor.String(), "countStatus500": "false",
@@ -358,25 +358,8 @@ func cbLoop(t *testing.T, tr *Traefik, cbo *cbOrigin, paths []string, cached map
 }
 
 func cbSend(tr *Traefik, path string) cbReply {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
-	if err != nil {
-		return cbReply{path: path, err: err}
-	}
-	resp, err := tr.Client().Do(req)
-	if err != nil {
-		return cbReply{path: path, err: err}
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return cbReply{
-		path:       path,
-		status:     resp.StatusCode,
-		cs:         parseCacheStatus(resp.Header.Values("Cache-Status")),
-		retryAfter: resp.Header.Get("Retry-After"),
-		err:        err,
-	}
+	r, err := fetch(context.Background(), tr.Client(), requestTimeout, http.MethodGet, tr.URL(path), nil)
+	return cbReply{path: path, status: r.status, cs: r.cacheStatus(), retryAfter: r.header.Get("Retry-After"), err: err}
 }
 
 // cbTimeline is a table of the loop, one line a second: requests sent, origin hits, 503s,
@@ -458,7 +441,7 @@ func TestNegativeCacheRetryLoop(t *testing.T) {
 	o.Handle("/neg/auth", fail(http.StatusServiceUnavailable, ""))
 	o.Handle("/neg/502", fail(http.StatusBadGateway, ""))
 	o.Handle("/neg/504", fail(http.StatusGatewayTimeout, ""))
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["negative"] = map[string]interface{}{"ttl": ttl.String(), "maxEntries": "10000"}
 	conf["breaker"] = map[string]interface{}{"minRequests": "100000"}
 	tr := startTraefik(t, o, cachedRoute("neg", "/neg", "weir-neg", conf))

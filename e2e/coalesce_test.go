@@ -21,7 +21,7 @@ func TestCoalescing(t *testing.T) {
 		io.WriteString(w, body)
 	})
 	o.Handle("/warm", func(w http.ResponseWriter, r *http.Request) { time.Sleep(200 * time.Millisecond) })
-	d := cachedRoute("co", "/co", "weir-co", specConfig())
+	d := cachedRoute("co", "/co", "weir-co", specConfig(t))
 	d.Routes = append(d.Routes, Route{Name: "warm", Rule: "Path(`/warm`)"})
 	tr := startTraefik(t, o, d)
 	warmConnections(t, tr, "/warm", clients)
@@ -37,18 +37,8 @@ func TestCoalescing(t *testing.T) {
 	for i := 0; i < clients; i++ {
 		go func() {
 			<-start
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL("/co/a"), nil)
-			resp, err := tr.Client().Do(req)
-			if err != nil {
-				results <- result{err: err}
-				return
-			}
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			cs := parseCacheStatus(resp.Header.Values("Cache-Status"))
-			results <- result{status: resp.StatusCode, body: string(b), collapsed: cs.has("collapsed"), err: err}
+			r, err := fetch(context.Background(), tr.Client(), requestTimeout, http.MethodGet, tr.URL("/co/a"), nil)
+			results <- result{status: r.status, body: r.body, collapsed: r.cacheStatus().has("collapsed"), err: err}
 		}()
 	}
 	close(start)

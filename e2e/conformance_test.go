@@ -31,33 +31,11 @@ const (
 	suiteScoreTimeout = time.Minute
 )
 
-// suiteMiddleware is the Weir configuration the suite runs against: every caching setting at
-// its default, and the origin protections kept from firing, because the suite provokes on
-// purpose what they react to and would then score the protection, not the cache.
-//
-//   - breaker.minRequests: the suite's origin answers 500, 502, 503 and 504 and drops
-//     connections (Traefik answers 502) in its status, heuristic and stale tests; up to 100
-//     tests run at once, so a burst of those could open the breaker and every test that
-//     follows would get its 503. A window never holds a million fetches: it never opens.
-//   - negative.ttl: a 502, 503 or 504 with nothing stored is remembered for 2s and answered
-//     again without asking the origin; heuristic-502/503/504-not_cached send their second
-//     request at once and require it to reach the origin. 1ns is the shortest TTL the
-//     configuration accepts (0 means the default): the entry is gone before the next request.
-//   - limiter: the client starts up to 100 tests at once, each with a PUT of its
-//     configuration to the origin, so up to 100 requests with a body arrive together: the
-//     upload pool (limiter.maxUpload, 16) queues them and, on a loaded machine, sheds some
-//     after limiter.maxQueueWait (2s) with a 503 that fails the test's setup. The same goes
-//     for the fetch pool (limiter.maxConcurrent, 64) and the 100 requests in flight. 256
-//     slots in each pool and a 30s wait let nothing queue for long or be shed.
-//
-// The miss-rate detector only reports by default (missRate.throttle is off) and each test
-// uses a path of its own, so it is left alone.
-func suiteMiddleware() map[string]interface{} {
-	return map[string]interface{}{
-		"breaker":  map[string]interface{}{"minRequests": "1000000"},
-		"negative": map[string]interface{}{"ttl": "1ns"},
-		"limiter":  map[string]interface{}{"maxConcurrent": "256", "maxUpload": "256", "maxQueueWait": "30s"},
-	}
+// suiteMiddleware is the Weir configuration the suite runs against, weir-suite of
+// testdata/dynamic/conformance.yml, which says why each of its values is what it is.
+func suiteMiddleware(t *testing.T) map[string]interface{} {
+	t.Helper()
+	return fixtureMiddleware(t, "conformance.yml", "weir-suite")
 }
 
 // TestConformance runs the public HTTP caching test suite, npm package http-cache-tests
@@ -74,7 +52,7 @@ func suiteMiddleware() map[string]interface{} {
 // With WEIR_CONFORMANCE_ID=<test id>, only that test runs, and the requests and responses
 // the client and the origin saw are logged instead of a score: the way to study a failure.
 func TestConformance(t *testing.T) {
-	binary, root := requireTraefik(t)
+	requireTraefik(t)
 	repo, err := RepoRoot()
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -88,20 +66,9 @@ func TestConformance(t *testing.T) {
 	originURL, originLog := startSuiteOrigin(t, node, dir)
 	d := Dynamic{
 		Routes:      []Route{{Name: "suite", Rule: "PathPrefix(`/`)", Middleware: "weir-suite"}},
-		Middlewares: map[string]map[string]interface{}{"weir-suite": suiteMiddleware()},
+		Middlewares: map[string]map[string]interface{}{"weir-suite": suiteMiddleware(t)},
 	}
-	tr, err := Start(Options{Binary: binary, Root: root, Dir: t.TempDir()}, originURL, d)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("traefik log on failure:\n%s", tr.LogTail(60))
-		}
-		if err := tr.Stop(); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
+	tr := startTraefikWith(t, Options{}, originURL, d)
 	started := time.Now()
 
 	if id := os.Getenv("WEIR_CONFORMANCE_ID"); id != "" {

@@ -26,7 +26,7 @@ func TestHarness(t *testing.T) {
 			{Name: "bare", Rule: "PathPrefix(`/bare`)"},
 		},
 		Middlewares: map[string]map[string]interface{}{
-			"weir-h":     specConfig(),
+			"weir-h":     specConfig(t),
 			"weir-empty": nil,
 		},
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/fixture"
 )
 
 // The Traefik binary and repository are found once for the whole package.
@@ -60,26 +62,41 @@ func newOrigin(t *testing.T) *Origin {
 	return o
 }
 
-// startTraefik starts Traefik for the test with the dynamic configuration d, stopping it
-// when the test ends and printing its log's tail if the test failed.
+// startTraefik starts Traefik for the test with the dynamic configuration d in front of
+// the origin o, stopping it when the test ends and printing its log's tail if the test
+// failed.
 func startTraefik(t *testing.T, o *Origin, d Dynamic) *Traefik {
 	t.Helper()
-	binary, root := requireTraefik(t)
+	return startTraefikWith(t, Options{}, o.URL, d)
+}
+
+// startTraefikWith is startTraefik with opts (its Binary, Root and Dir filled in), in front
+// of the origin at originURL.
+func startTraefikWith(t *testing.T, opts Options, originURL string, d Dynamic) *Traefik {
+	t.Helper()
+	opts.Binary, opts.Root = requireTraefik(t)
+	opts.Dir = t.TempDir()
 	began := time.Now()
-	tr, err := Start(Options{Binary: binary, Root: root, Dir: t.TempDir()}, o.URL, d)
+	tr, err := Start(opts, originURL, d)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
 	t.Logf("traefik ready in %v", time.Since(began).Round(time.Millisecond))
+	stopAtEnd(t, "traefik", func() string { return tr.LogTail(60) }, tr.Stop)
+	return tr
+}
+
+// stopAtEnd stops a process the test started when the test ends, first printing its log's
+// tail if the test failed.
+func stopAtEnd(t *testing.T, name string, logTail func() string, stop func() error) {
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("traefik log on failure:\n%s", tr.LogTail(60))
+			t.Logf("%s log on failure:\n%s", name, logTail())
 		}
-		if err := tr.Stop(); err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("%v", err)
 		}
 	})
-	return tr
 }
 
 // apply reloads Traefik with d, failing the test if the new configuration is not served.
@@ -90,14 +107,26 @@ func apply(t *testing.T, tr *Traefik, d Dynamic) {
 	}
 }
 
-// specConfig is the middleware configuration of Weir's documentation, every section set.
-func specConfig() map[string]interface{} {
-	return map[string]interface{}{
-		"key":      map[string]interface{}{"queryDrop": []interface{}{"utm_source"}},
-		"cache":    map[string]interface{}{"maxSize": "32MiB", "maxEntrySize": "2MiB", "defaultTTL": "0s"},
-		"coalesce": map[string]interface{}{"leaderMaxAge": "10s", "followerMaxWait": "10s", "hitForMissTTL": "30s"},
-		"timeouts": map[string]interface{}{"origin": "30s", "store": "50ms"},
+// specConfig is the middleware configuration of Weir's documentation, every section set
+// but the store: weir-spec of testdata/dynamic/spec.yml.
+func specConfig(t *testing.T) map[string]interface{} {
+	t.Helper()
+	return fixtureMiddleware(t, "spec.yml", "weir-spec")
+}
+
+// fixtureMiddleware is Weir's configuration of the middleware mw in the dynamic
+// configuration file of testdata/dynamic, read afresh for the caller to change.
+func fixtureMiddleware(t *testing.T, file, mw string) map[string]interface{} {
+	t.Helper()
+	mws, err := fixture.Middlewares("dynamic/"+file, PluginName)
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
+	conf, ok := mws[mw]
+	if !ok {
+		t.Fatalf("dynamic/%s has no Weir middleware %s", file, mw)
+	}
+	return conf
 }
 
 // cachedRoute is a Dynamic with one router for prefix through a Weir middleware named mw.
@@ -121,29 +150,48 @@ func (r reply) cacheStatus() cacheStatus {
 	return parseCacheStatus(r.header.Values("Cache-Status"))
 }
 
+// requestTimeout bounds one request of a test, answer read whole.
+const requestTimeout = 20 * time.Second
+
 // send makes one request through Traefik's web entry point.
 func send(t *testing.T, tr *Traefik, method, path string, header map[string]string) reply {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, tr.URL(path), nil)
+	r, err := fetch(context.Background(), tr.Client(), requestTimeout, method, tr.URL(path), header)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
+	return r
+}
+
+// fetch makes one request with client and reads its answer whole, giving up after within or
+// when ctx ends. A Host in header is the request's Host. took runs from sending the request
+// to the answer's last byte, or to the error; the status is 0 when no answer came, and a
+// broken body comes back with what was read of it.
+func fetch(ctx context.Context, client *http.Client, within time.Duration, method, url string, header map[string]string) (reply, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return reply{}, err
+	}
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	began := time.Now()
-	resp, err := tr.Client().Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return reply{took: time.Since(began)}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, path, err)
+		err = fmt.Errorf("read body: %w", err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(body), took: time.Since(began)}
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(body), took: time.Since(began)}, err
 }
 
 func get(t *testing.T, tr *Traefik, path string) reply {
@@ -267,15 +315,4 @@ func short(s string) string {
 		return s[:40] + fmt.Sprintf("...(%d bytes)", len(s))
 	}
 	return s
-}
-
-// answer is an origin handler that sets the headers and writes body.
-func answer(cacheControl, body string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if cacheControl != "" {
-			w.Header().Set("Cache-Control", cacheControl)
-		}
-		io.WriteString(w, body)
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"sort"
@@ -54,7 +55,7 @@ func TestLimiterMassExpiry(t *testing.T) {
 		paths[i] = fmt.Sprintf("/mx/%d", i)
 		o.Handle(paths[i], origin)
 	}
-	conf := specConfig()
+	conf := specConfig(t)
 	// maxQueue holds every client; maxQueueWait outlasts the whole refetch, so nothing is shed.
 	conf["limiter"] = map[string]interface{}{
 		"maxConcurrent": strconv.Itoa(slots), "maxPerPartition": strconv.Itoa(slots),
@@ -130,7 +131,7 @@ func TestLimiterFairness(t *testing.T) {
 	o := newOrigin(t)
 	var searchInFlight, searchPeak int64
 	o.Handle("/fair/search", func(w http.ResponseWriter, r *http.Request) {
-		limPeak(&searchPeak, atomic.AddInt64(&searchInFlight, 1))
+		raiseMax(&searchPeak, atomic.AddInt64(&searchInFlight, 1))
 		time.Sleep(searchDelay)
 		atomic.AddInt64(&searchInFlight, -1)
 		w.Header().Set("Cache-Control", "max-age=60")
@@ -151,7 +152,7 @@ func TestLimiterFairness(t *testing.T) {
 		})
 	}
 	limiter := func(perPartition int) map[string]interface{} {
-		conf := specConfig()
+		conf := specConfig(t)
 		// The flood's queued requests wait at most 200ms: with 64 clients against 16 slots of
 		// a 100ms origin, the excess is shed with queue-wait.
 		conf["limiter"] = map[string]interface{}{
@@ -252,7 +253,7 @@ func TestLimiterSlowUploads(t *testing.T) {
 	o := newOrigin(t)
 	var postInFlight, postPeak int64
 	uploadOrigin := func(w http.ResponseWriter, r *http.Request) {
-		limPeak(&postPeak, atomic.AddInt64(&postInFlight, 1))
+		raiseMax(&postPeak, atomic.AddInt64(&postInFlight, 1))
 		n, err := io.Copy(io.Discard, r.Body)
 		atomic.AddInt64(&postInFlight, -1)
 		if err != nil {
@@ -271,7 +272,7 @@ func TestLimiterSlowUploads(t *testing.T) {
 		w.Header().Set("Cache-Control", "no-store")
 		io.WriteString(w, "fresh")
 	})
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["limiter"] = map[string]interface{}{
 		"maxConcurrent": strconv.Itoa(uploadSlots), "maxUpload": strconv.Itoa(uploadSlots),
 		"maxQueue": strconv.Itoa(queue), "maxQueueWait": "1s",
@@ -395,7 +396,7 @@ func TestLimiterQueuePerPartition(t *testing.T) {
 		io.WriteString(w, r.URL.Path)
 	})
 	o.Handle("/qp/other", answer("max-age=60", "/qp/other"))
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["limiter"] = map[string]interface{}{
 		"maxConcurrent": "4", "maxPerPartition": "1", "maxQueuePerPartition": "1", "maxQueueWait": "30s",
 	}
@@ -534,51 +535,34 @@ func limBurst(t *testing.T, tr *Traefik, paths []string, clients int, bound time
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	var next int64 = -1
 	took := make([]time.Duration, len(paths))
 	sent := make([]time.Time, len(paths))
 	var mu sync.Mutex // guards the fields of st filled by workers
 	st := limStats{statuses: map[string]int{}}
-	var wg sync.WaitGroup
 	began := time.Now()
-	for w := 0; w < clients; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(atomic.AddInt64(&next, 1))
-				if i >= len(paths) {
-					return
-				}
-				sent[i] = time.Now()
-				r, err := limGet(ctx, tr, paths[i])
-				took[i] = r.took
-				problem := ""
-				switch {
-				case err != nil:
-					problem = fmt.Sprintf("%s: %v", paths[i], err)
-				case check != nil:
-					problem = check(r)
-				}
-				mu.Lock()
-				st.statuses[limStatusKey(r)]++
-				if problem != "" {
-					st.errors++
-					if st.firstError == "" {
-						st.firstError = problem
-					}
-				}
-				mu.Unlock()
+	n := eachIndex(ctx, clients, len(paths), func(i int) {
+		sent[i] = time.Now()
+		r, err := limGet(ctx, tr, paths[i])
+		took[i] = r.took
+		problem := ""
+		switch {
+		case err != nil:
+			problem = fmt.Sprintf("%s: %v", paths[i], err)
+		case check != nil:
+			problem = check(r)
+		}
+		mu.Lock()
+		st.statuses[limStatusKey(r)]++
+		if problem != "" {
+			st.errors++
+			if st.firstError == "" {
+				st.firstError = problem
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		mu.Unlock()
+	})
 	st.began = began
 	st.elapsed = time.Since(began)
-	n := int(atomic.LoadInt64(&next))
-	if n > len(paths) {
-		n = len(paths)
-	}
 	if n < len(paths) {
 		t.Fatalf("burst of %d requests: only %d answered within %v", len(paths), n, bound)
 	}
@@ -657,38 +641,9 @@ func limPercentile(sorted []time.Duration, p int) time.Duration {
 
 // limGet sends one GET and reads its answer whole.
 func limGet(ctx context.Context, tr *Traefik, path string) (limReply, error) {
-	r := limReply{path: path}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
-	if err != nil {
-		return r, err
-	}
-	began := time.Now()
-	resp, err := tr.Client().Do(req)
-	if err != nil {
-		r.took = time.Since(began)
-		return r, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	r.took = time.Since(began)
-	r.status = resp.StatusCode
-	r.cs = parseCacheStatus(resp.Header.Values("Cache-Status"))
-	r.retry = resp.Header.Get("Retry-After")
-	r.header = resp.Header
-	r.body = string(b)
-	return r, err
-}
-
-// limPeak raises *peak to n if n is larger.
-func limPeak(peak *int64, n int64) {
-	for {
-		p := atomic.LoadInt64(peak)
-		if n <= p || atomic.CompareAndSwapInt64(peak, p, n) {
-			return
-		}
-	}
+	r, err := fetch(ctx, tr.Client(), 30*time.Second, http.MethodGet, tr.URL(path), nil)
+	return limReply{path: path, status: r.status, cs: r.cacheStatus(), retry: r.header.Get("Retry-After"),
+		header: r.header, body: r.body, took: r.took}, err
 }
 
 // limFlood is a flood of distinct queries on one path by a fixed number of clients, each
@@ -722,23 +677,15 @@ func limStartFlood(t *testing.T, tr *Traefik, prefix string, clients int) *limFl
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &limFlood{cancel: cancel, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	for i := 0; i < clients; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				path := prefix + strconv.FormatInt(atomic.AddInt64(&limFloodSeq, 1), 10)
-				r, err := limGet(ctx, tr, path)
-				if ctx.Err() != nil {
-					return
-				}
+	go func() {
+		// Until cancelled: the indexes never run out.
+		eachIndex(ctx, clients, math.MaxInt32, func(int) {
+			path := prefix + strconv.FormatInt(atomic.AddInt64(&limFloodSeq, 1), 10)
+			r, err := limGet(ctx, tr, path)
+			if ctx.Err() == nil {
 				f.count(r, err)
 			}
-		}()
-	}
-	go func() {
-		wg.Wait()
+		})
 		close(f.done)
 	}()
 	t.Cleanup(func() { f.cancel() })

@@ -90,6 +90,32 @@ func (l Load) Run(ctx context.Context) LoadResult {
 	return LoadResult{Requests: ok, Failures: failed, Elapsed: time.Since(began), FirstFailure: first}
 }
 
+// eachIndex calls do(i) once for each i from 0 to n-1, from workers goroutines that each take
+// the next index as soon as their previous call returns, until every index is taken or ctx
+// ends. It returns once every call has, with how many indexes were taken.
+func eachIndex(ctx context.Context, workers, n int, do func(i int)) int {
+	var next int64 = -1
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(atomic.AddInt64(&next, 1))
+				if i >= n {
+					return
+				}
+				do(i)
+			}
+		}()
+	}
+	wg.Wait()
+	if taken := int(next) + 1; taken < n {
+		return taken
+	}
+	return n
+}
+
 func (l Load) once(ctx context.Context, client *http.Client) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.URL, nil)
 	if err != nil {

@@ -3,15 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"math/rand"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -48,46 +45,21 @@ func mrLoad(tr *Traefik, urls []string, rate int) ([]mrReply, time.Duration) {
 // mrLoadPaced is mrLoad with request i sent no earlier than due(i) after the start.
 func mrLoadPaced(tr *Traefik, urls []string, due func(i int) time.Duration) ([]mrReply, time.Duration) {
 	replies := make([]mrReply, len(urls))
-	var next int64 = -1
-	var wg sync.WaitGroup
 	begin := time.Now()
-	for c := 0; c < mrClients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(atomic.AddInt64(&next, 1))
-				if i >= len(urls) {
-					return
-				}
-				if wait := time.Until(begin.Add(due(i))); wait > 0 {
-					time.Sleep(wait)
-				}
-				sent := time.Since(begin)
-				replies[i] = mrSend(tr, urls[i])
-				replies[i].sent = sent
-			}
-		}()
-	}
-	wg.Wait()
+	eachIndex(context.Background(), mrClients, len(urls), func(i int) {
+		if wait := time.Until(begin.Add(due(i))); wait > 0 {
+			time.Sleep(wait)
+		}
+		sent := time.Since(begin)
+		replies[i] = mrSend(tr, urls[i])
+		replies[i].sent = sent
+	})
 	return replies, time.Since(begin)
 }
 
 func mrSend(tr *Traefik, path string) mrReply {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
-	if err != nil {
-		return mrReply{path: path, err: err}
-	}
-	resp, err := tr.Client().Do(req)
-	if err != nil {
-		return mrReply{path: path, err: err}
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return mrReply{path: path, status: resp.StatusCode, cs: parseCacheStatus(resp.Header.Values("Cache-Status")),
-		retryAfter: resp.Header.Get("Retry-After"), err: err}
+	r, err := fetch(context.Background(), tr.Client(), requestTimeout, http.MethodGet, tr.URL(path), nil)
+	return mrReply{path: path, status: r.status, cs: r.cacheStatus(), retryAfter: r.header.Get("Retry-After"), err: err}
 }
 
 // mrAnomalies returns the miss_rate_anomaly lines the middleware mw (as named in the dynamic
@@ -153,7 +125,7 @@ func TestMissRateFlood(t *testing.T) {
 		o.Handle(fmt.Sprintf("/mx/p%d", i), answer("max-age=60", "mixed"))
 	}
 	missRate := func(throttle bool) map[string]interface{} {
-		conf := specConfig()
+		conf := specConfig(t)
 		conf["missRate"] = map[string]interface{}{
 			"window": mrWindow.String(), "minMisses": strconv.Itoa(mrMinMisses), "ratio": "0.9",
 			"throttle": strconv.FormatBool(throttle),

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -85,13 +87,7 @@ func (o *Origin) counter(name string) *int64 {
 }
 
 func (o *Origin) serve(w http.ResponseWriter, r *http.Request) {
-	n := atomic.AddInt64(&o.inFlight, 1)
-	for {
-		peak := atomic.LoadInt64(&o.maxInFlight)
-		if n <= peak || atomic.CompareAndSwapInt64(&o.maxInFlight, peak, n) {
-			break
-		}
-	}
+	raiseMax(&o.maxInFlight, atomic.AddInt64(&o.inFlight, 1))
 	defer atomic.AddInt64(&o.inFlight, -1)
 
 	atomic.AddInt64(o.counter(r.URL.Path), 1)
@@ -106,4 +102,39 @@ func (o *Origin) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h(w, r)
+}
+
+// raiseMax raises *p to v if v is larger, as other goroutines raise it too.
+func raiseMax(p *int64, v int64) {
+	for {
+		old := atomic.LoadInt64(p)
+		if v <= old || atomic.CompareAndSwapInt64(p, old, v) {
+			return
+		}
+	}
+}
+
+// versioned answers GETs with max-age=60 and a body that counts them (v1, v2, ...), and
+// other methods with 200 "done".
+func versioned() http.HandlerFunc {
+	var gets int64
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			io.WriteString(w, "done")
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=60")
+		fmt.Fprintf(w, "v%d", atomic.AddInt64(&gets, 1))
+	}
+}
+
+// answer is an origin handler that sets the headers and writes body.
+func answer(cacheControl, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if cacheControl != "" {
+			w.Header().Set("Cache-Control", cacheControl)
+		}
+		io.WriteString(w, body)
+	}
 }

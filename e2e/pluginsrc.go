@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -9,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/weirproxy/weir/internal/fixture"
 )
 
 // ModuleName is Weir's module path: where Traefik looks for the plugin under
 // plugins-local/src/ and what the static configuration names.
-const ModuleName = "github.com/weirproxy/weir"
+const ModuleName = fixture.Module
 
 // fallbackManifest stands in for .traefik.yml while the repository has none, so the harness
 // can load the plugin at all; Traefik refuses a local plugin without a manifest.
@@ -24,42 +25,9 @@ summary: Origin-protecting HTTP cache.
 testData: {}
 `
 
-var errNoRepo = errors.New("no enclosing " + ModuleName + " module")
-
 // RepoRoot finds the repository by walking up from the working directory to the go.mod
 // that declares Weir's module.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repository: %w", err)
-	}
-	for {
-		if isWeirModule(filepath.Join(dir, "go.mod")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errNoRepo
-		}
-		dir = parent
-	}
-}
-
-func isWeirModule(goMod string) bool {
-	f, err := os.Open(goMod)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 2 && fields[0] == "module" {
-			return fields[1] == ModuleName
-		}
-	}
-	return false
-}
+func RepoRoot() (string, error) { return fixture.Root() }
 
 // CopyPlugin lays out the plugin source of the repository at root where Traefik's local
 // plugin mode reads it: workDir/plugins-local/src/<module>/. It copies what Traefik loads and

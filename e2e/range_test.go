@@ -32,7 +32,7 @@ func TestRange(t *testing.T) {
 	}
 	o.Handle("/range/small", serve(small))
 	o.Handle("/range/large", serve(large))
-	tr := startTraefik(t, o, cachedRoute("range", "/range", "weir-range", specConfig()))
+	tr := startTraefik(t, o, cachedRoute("range", "/range", "weir-range", specConfig(t)))
 	wantSeen := func(path string, want ...string) {
 		t.Helper()
 		mu.Lock()

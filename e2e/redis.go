@@ -99,15 +99,11 @@ func StartRedis(opts RedisOptions) (*Redis, error) {
 		}
 		opts.Binary = p
 	}
-	ownDir := false
-	if opts.Dir == "" {
-		dir, err := os.MkdirTemp("", "weir-redis-")
-		if err != nil {
-			return nil, fmt.Errorf("start redis: %w", err)
-		}
-		opts.Dir = dir
-		ownDir = true
+	dir, ownDir, err := workDir(opts.Dir, "weir-redis-")
+	if err != nil {
+		return nil, fmt.Errorf("start redis: %w", err)
 	}
+	opts.Dir = dir
 	if opts.Port == 0 {
 		p, err := freePort()
 		if err != nil {
@@ -142,17 +138,7 @@ func (r *Redis) Running() bool {
 	return r.runningLocked()
 }
 
-func (r *Redis) runningLocked() bool {
-	if r.done == nil {
-		return false
-	}
-	select {
-	case <-r.done:
-		return false
-	default:
-		return true
-	}
-}
+func (r *Redis) runningLocked() bool { return r.done != nil && !closed(r.done) }
 
 // start runs the process and waits for PING.
 func (r *Redis) start() error {

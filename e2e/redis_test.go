@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/internal/await"
 )
 
 // The shared store end to end (FR-STF-1, FR-STF-2): Weir instances in separate Traefik
@@ -75,14 +76,7 @@ func startRedis(t *testing.T, port int) *Redis {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("redis log on failure:\n%s", r.LogTail(30))
-		}
-		if err := r.Close(); err != nil {
-			t.Errorf("%v", err)
-		}
-	})
+	stopAtEnd(t, "redis", func() string { return r.LogTail(30) }, r.Close)
 	return r
 }
 
@@ -136,15 +130,8 @@ func startPair(t *testing.T, o *Origin, d Dynamic) (a, b *Traefik) {
 		if tr == nil {
 			continue
 		}
-		tr, name := tr, string(rune('A'+i))
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("traefik %s log on failure:\n%s", name, tr.LogTail(60))
-			}
-			if err := tr.Stop(); err != nil {
-				t.Errorf("traefik %s: %v", name, err)
-			}
-		})
+		tr := tr
+		stopAtEnd(t, "traefik "+string(rune('A'+i)), func() string { return tr.LogTail(60) }, tr.Stop)
 	}
 	for i, err := range errs {
 		if err != nil {
@@ -157,24 +144,7 @@ func startPair(t *testing.T, o *Origin, d Dynamic) (a, b *Traefik) {
 
 // call makes one request through tr with the shared Host; it is safe on any goroutine.
 func call(tr *Traefik, method, path string) (reply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, tr.URL(path), nil)
-	if err != nil {
-		return reply{}, err
-	}
-	req.Host = sharedHost
-	began := time.Now()
-	resp, err := tr.Client().Do(req)
-	if err != nil {
-		return reply{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return reply{}, fmt.Errorf("read body: %w", err)
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(body), took: time.Since(began)}, nil
+	return fetch(context.Background(), tr.Client(), requestTimeout, method, tr.URL(path), map[string]string{"Host": sharedHost})
 }
 
 // callT is call for the test's goroutine, failing the test on a transport error.
@@ -185,20 +155,6 @@ func callT(t *testing.T, tr *Traefik, method, path string) reply {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	return r
-}
-
-// versioned answers GETs with max-age=60 and a body that counts them (v1, v2, ...), and
-// other methods with 200 "done".
-func versioned() http.HandlerFunc {
-	var gets int64
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			io.WriteString(w, "done")
-			return
-		}
-		w.Header().Set("Cache-Control", "max-age=60")
-		fmt.Fprintf(w, "v%d", atomic.AddInt64(&gets, 1))
-	}
 }
 
 // TestRedisSharedStore: two Traefik processes share one Redis. An answer stored through A
@@ -396,8 +352,8 @@ func faultLoad(t *testing.T, targets []*Traefik, keys []string, bodies map[strin
 				if sec >= faultSeconds {
 					sec = faultSeconds - 1
 				}
-				atomicMax(&f.slowest, int64(r.took))
-				atomicMax(&f.perSecond[sec].slowest, int64(r.took))
+				raiseMax(&f.slowest, int64(r.took))
+				raiseMax(&f.perSecond[sec].slowest, int64(r.took))
 				atomic.AddInt64(&f.perSecond[sec].requests, 1)
 				if r.cacheStatus().hit() {
 					atomic.AddInt64(&f.hits, 1)
@@ -409,28 +365,10 @@ func faultLoad(t *testing.T, targets []*Traefik, keys []string, bodies map[strin
 	if fault != nil {
 		fault()
 	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(faultDuration + 30*time.Second):
-		t.Fatalf("fault load hangs: clients still busy %v after it should have ended", faultDuration+30*time.Second)
-	}
+	// Past faultDuration and a margin, clients still busy are stuck.
+	await.Group(t, &wg, faultDuration+30*time.Second, "fault load")
 	f.elapsed = time.Since(began)
 	return f
-}
-
-// atomicMax raises *p to v if v is larger.
-func atomicMax(p *int64, v int64) {
-	for {
-		old := atomic.LoadInt64(p)
-		if v <= old || atomic.CompareAndSwapInt64(p, old, v) {
-			return
-		}
-	}
 }
 
 // sleepUntil sleeps until d after began.
@@ -688,12 +626,7 @@ func TestRedisBenchmark(t *testing.T) {
 			"weir-mem":   nil,
 		},
 	}
-	binary, root := requireTraefik(t)
-	tr, err := Start(Options{Binary: binary, Root: root, Dir: t.TempDir(), LogLevel: "ERROR"}, o.URL, d)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() { tr.Stop() })
+	tr := startTraefikWith(t, Options{LogLevel: "ERROR"}, o.URL, d)
 
 	for _, path := range []string{"/redis/item", "/rget/item", "/mem/item"} {
 		get(t, tr, path)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -28,13 +27,9 @@ const (
 // are made starts it empty.
 func TestReloadKeepsCache(t *testing.T) {
 	o := newOrigin(t)
-	var n int64
-	o.Handle("/reload/a", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		fmt.Fprintf(w, "v%d", atomic.AddInt64(&n, 1))
-	})
+	o.Handle("/reload/a", versioned())
 	o.Handle("/other/a", answer("", "other"))
-	base := cachedRoute("reload", "/reload", "weir-reload", specConfig())
+	base := cachedRoute("reload", "/reload", "weir-reload", specConfig(t))
 	tr := startTraefik(t, o, base)
 
 	wantMiss(t, "first GET", get(t, tr, "/reload/a"), "uri-miss", true)
@@ -53,7 +48,7 @@ func TestReloadKeepsCache(t *testing.T) {
 	wantCount(t, o, "/reload/a", 1)
 
 	rekeyed := unrelated
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["key"] = map[string]interface{}{"queryDrop": []interface{}{"utm_source", "utm_medium"}}
 	rekeyed.Middlewares = map[string]map[string]interface{}{"weir-reload": conf}
 	apply(t, tr, rekeyed)
@@ -76,7 +71,7 @@ func TestReloadsDoNotLeak(t *testing.T) {
 	body := body1K("leak")
 	o.Handle("/leak/a", answer("max-age=3600", body))
 	o.Handle("/leak/pass", answer("no-store", body))
-	d := cachedRoute("leak", "/leak", "weir-leak", specConfig())
+	d := cachedRoute("leak", "/leak", "weir-leak", specConfig(t))
 	tr := startTraefik(t, o, d)
 
 	exercise := func(what string) {
@@ -147,11 +142,7 @@ func goroutines(t *testing.T, tr *Traefik) int {
 // request through each is stored twice.
 func TestMiddlewaresIsolated(t *testing.T) {
 	o := newOrigin(t)
-	var n int64
-	o.Handle("/iso/a", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "max-age=60")
-		fmt.Fprintf(w, "v%d", atomic.AddInt64(&n, 1))
-	})
+	o.Handle("/iso/a", versioned())
 	// Both routers match the same URI on the same host, so only the middleware tells the
 	// requests apart.
 	d := Dynamic{
@@ -159,7 +150,7 @@ func TestMiddlewaresIsolated(t *testing.T) {
 			{Name: "iso-a", Rule: "PathPrefix(`/iso`) && Header(`X-Route`, `a`)", Middleware: "weir-a"},
 			{Name: "iso-b", Rule: "PathPrefix(`/iso`) && Header(`X-Route`, `b`)", Middleware: "weir-b"},
 		},
-		Middlewares: map[string]map[string]interface{}{"weir-a": specConfig(), "weir-b": specConfig()},
+		Middlewares: map[string]map[string]interface{}{"weir-a": specConfig(t), "weir-b": specConfig(t)},
 	}
 	tr := startTraefik(t, o, d)
 	via := func(route string) reply {

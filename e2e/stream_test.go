@@ -30,7 +30,7 @@ func TestServerSentEvents(t *testing.T) {
 		}
 		io.WriteString(w, "data: two\n\n")
 	})
-	tr := startTraefik(t, o, cachedRoute("sse", "/sse", "weir-sse", specConfig()))
+	tr := startTraefik(t, o, cachedRoute("sse", "/sse", "weir-sse", specConfig(t)))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -106,7 +106,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 		rw.WriteString("echo " + line)
 		rw.Flush()
 	})
-	tr := startTraefik(t, o, cachedRoute("ws", "/ws", "weir-ws", specConfig()))
+	tr := startTraefik(t, o, cachedRoute("ws", "/ws", "weir-ws", specConfig(t)))
 
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(tr.WebURL, "http://"), 5*time.Second)
 	if err != nil {
@@ -171,7 +171,7 @@ func TestTruncatedAnswer(t *testing.T) {
 		{desc: "storable with credentials", header: []string{"Cache-Control", "public, max-age=60"}, reqHeader: []string{"Authorization", "Bearer a"}, size: 4000, cut: 3000, want: held},
 	}
 	o := newOrigin(t)
-	conf := specConfig()
+	conf := specConfig(t)
 	conf["cache"] = map[string]interface{}{"maxSize": "32MiB", "maxEntrySize": "4KiB"}
 	tr := startTraefik(t, o, Dynamic{
 		Routes: []Route{
@@ -248,20 +248,13 @@ type wholeReply struct {
 // broken message ends with (send fails the test on it).
 func fetchWhole(t *testing.T, tr *Traefik, path string, header []string) wholeReply {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tr.URL(path), nil)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
+	fields := map[string]string{}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		fields[header[i]] = header[i+1]
 	}
-	resp, err := tr.Client().Do(req)
-	if err != nil {
+	r, err := fetch(context.Background(), tr.Client(), requestTimeout, http.MethodGet, tr.URL(path), fields)
+	if r.status == 0 {
 		t.Fatalf("GET %s: %v", path, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return wholeReply{status: resp.StatusCode, header: resp.Header, body: string(body), err: err}
+	return wholeReply{status: r.status, header: r.header, body: r.body, err: err}
 }

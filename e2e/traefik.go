@@ -103,15 +103,11 @@ func Start(opts Options, originURL string, d Dynamic) (*Traefik, error) {
 	if opts.Binary == "" || opts.Root == "" {
 		return nil, errors.New("start traefik: Options.Binary and Options.Root are required")
 	}
-	ownDir := false
-	if opts.Dir == "" {
-		dir, err := os.MkdirTemp("", "weir-traefik-")
-		if err != nil {
-			return nil, fmt.Errorf("start traefik: %w", err)
-		}
-		opts.Dir = dir
-		ownDir = true
+	dir, ownDir, err := workDir(opts.Dir, "weir-traefik-")
+	if err != nil {
+		return nil, fmt.Errorf("start traefik: %w", err)
 	}
+	opts.Dir = dir
 	tr := &Traefik{Dir: opts.Dir, opts: opts, ownDir: ownDir, originURL: originURL, dyn: d, gen: 1, done: make(chan struct{})}
 	if err := tr.prepare(); err != nil {
 		tr.removeDir()
@@ -252,14 +248,7 @@ func (tr *Traefik) URL(path string) string { return tr.WebURL + path }
 func (tr *Traefik) Client() *http.Client { return tr.client }
 
 // Exited reports whether the process has ended.
-func (tr *Traefik) Exited() bool {
-	select {
-	case <-tr.done:
-		return true
-	default:
-		return false
-	}
-}
+func (tr *Traefik) Exited() bool { return closed(tr.done) }
 
 // Stop ends Traefik: SIGTERM, then SIGKILL if it has not exited within stopGrace. It
 // removes the working directory if Start created it. Calling it again does nothing.

@@ -7,7 +7,9 @@ root=$(cd "$here/.." && pwd)
 traefik=$("$root/scripts/build-traefik.sh")
 work=$(mktemp -d)
 "$root/scripts/plugin-tree.sh" "$work/plugins-local/src/github.com/weirproxy/weir"
-cp "$here/traefik.yml" "$here/dynamic.yml" "$work/"
+cp "$here/traefik.yml" "$work/"
+# The demo's dynamic configuration is a fixture the tests check too (testdata/README.md).
+cp "$root/testdata/dynamic/demo.yml" "$work/dynamic.yml"
 (cd "$root" && go build -o "$work/origin" ./traefik-demo/origin)
 "$work/origin" -addr 127.0.0.1:9000 &
 origin_pid=$!

@@ -41,6 +41,18 @@ func waitDone(t *testing.T, c *Call) {
 	}
 }
 
+// wantReleased checks that no flight is left after what, and that the next Join of key
+// leads a new one.
+func wantReleased(t *testing.T, g *Group, key, what string) {
+	t.Helper()
+	if got := g.InFlight(); got != 0 {
+		t.Errorf("InFlight after %s = %d, want 0", what, got)
+	}
+	if _, leader := g.Join(key); !leader {
+		t.Errorf("Join after %s: leader = false, want a new flight", what)
+	}
+}
+
 func TestJoinLeaderThenFollowers(t *testing.T) {
 	g := New(Settings{Now: newManualClock().Now})
 	c, leader := g.Join("k")
@@ -89,12 +101,7 @@ func TestRunDeliversToEveryWaiter(t *testing.T) {
 			t.Errorf("Result() = %v, %v; want answer, nil", v, err)
 		}
 	}
-	if got := g.InFlight(); got != 0 {
-		t.Errorf("InFlight after the fetch = %d, want 0", got)
-	}
-	if _, leader := g.Join("k"); !leader {
-		t.Error("Join after the fetch: leader = false, want a new flight")
-	}
+	wantReleased(t, g, "k", "the fetch")
 }
 
 func TestRunDeliversError(t *testing.T) {
@@ -139,12 +146,7 @@ func TestRunRecoversPanic(t *testing.T) {
 		t.Errorf("OnPanic got (%q, %v), want (k, boom)", gotKey, gotValue)
 	}
 	mu.Unlock()
-	if got := g.InFlight(); got != 0 {
-		t.Errorf("InFlight after a panic = %d, want 0", got)
-	}
-	if _, leader := g.Join("k"); !leader {
-		t.Error("Join after a panic: leader = false, want a new flight")
-	}
+	wantReleased(t, g, "k", "a panic")
 }
 
 func TestPanicWithoutOnPanic(t *testing.T) {

@@ -1,7 +1,6 @@
 package httpcache
 
 import (
-	"math/rand"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -12,11 +11,27 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/internal/querytest"
 )
 
 // The parsers read what clients and origins send: whatever the input, they must not panic
 // and must keep the properties below. The Fuzz functions explore; the Test functions run the
 // same checks on the seeds, also under Yaegi, which skips Fuzz functions.
+
+// fuzzStrings fuzzes check from seeds.
+func fuzzStrings(f *testing.F, seeds []string, check func(t *testing.T, s string)) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(check)
+}
+
+// checkStrings runs check on each of seeds.
+func checkStrings(t *testing.T, seeds []string, check func(t *testing.T, s string)) {
+	for _, s := range seeds {
+		check(t, s)
+	}
+}
 
 var cacheControlSeeds = []string{
 	"", "max-age=60", "MAX-AGE=60, No-Store", `max-age="60"`, "max-age=5, max-age=50",
@@ -27,17 +42,10 @@ var cacheControlSeeds = []string{
 	"max-age=1,\tprivate", "immutable, community=\"UCI\"",
 }
 
-func FuzzParseCacheControl(f *testing.F) {
-	for _, s := range cacheControlSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(checkCacheControlProps)
-}
+func FuzzParseCacheControl(f *testing.F) { fuzzStrings(f, cacheControlSeeds, checkCacheControlProps) }
 
 func TestParseCacheControlSeeds(t *testing.T) {
-	for _, s := range cacheControlSeeds {
-		checkCacheControlProps(t, s)
-	}
+	checkStrings(t, cacheControlSeeds, checkCacheControlProps)
 }
 
 func checkCacheControlProps(t *testing.T, s string) {
@@ -138,18 +146,9 @@ var targetedSeeds = []string{
 	"(", "a=(", `a="`, "a=?", "a=:", ";", ",", "*=1", " \tmax-age=5\t ", "\x00",
 }
 
-func FuzzParseTargetedField(f *testing.F) {
-	for _, s := range targetedSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(checkTargetedProps)
-}
+func FuzzParseTargetedField(f *testing.F) { fuzzStrings(f, targetedSeeds, checkTargetedProps) }
 
-func TestParseTargetedFieldSeeds(t *testing.T) {
-	for _, s := range targetedSeeds {
-		checkTargetedProps(t, s)
-	}
-}
+func TestParseTargetedFieldSeeds(t *testing.T) { checkStrings(t, targetedSeeds, checkTargetedProps) }
 
 func checkTargetedProps(t *testing.T, s string) {
 	for _, read := range []struct {
@@ -193,18 +192,9 @@ var varySeeds = []string{
 	"x y", "\u00e9t\u00e9", "a\u0085", "A,b,C,d", "*,", ",*", "\t*\t",
 }
 
-func FuzzParseVary(f *testing.F) {
-	for _, s := range varySeeds {
-		f.Add(s)
-	}
-	f.Fuzz(checkVaryProps)
-}
+func FuzzParseVary(f *testing.F) { fuzzStrings(f, varySeeds, checkVaryProps) }
 
-func TestParseVarySeeds(t *testing.T) {
-	for _, s := range varySeeds {
-		checkVaryProps(t, s)
-	}
-}
+func TestParseVarySeeds(t *testing.T) { checkStrings(t, varySeeds, checkVaryProps) }
 
 func checkVaryProps(t *testing.T, line string) {
 	names, star := parseVary([]string{line})
@@ -235,41 +225,25 @@ func checkVaryProps(t *testing.T, line string) {
 	}
 }
 
-var querySeeds = []struct {
-	q, drop string
-	seed    int64
-}{
-	{"a=1&b=2", "", 1},
-	{"b=2&a=1&a=0", "", 2},
-	{"utm_source=x&a=1&&b=2&", "utm_source,fbclid", 3},
-	{"utm%5Fsource=x&z&fbclid", "utm_source,fbclid", 4},
-	{"a+b=1&a%20b=2&a b=3", "a b", 5},
-	{"=x&=y&b", "", 6},
-	{"%zz=1&a=%zz", "%zz", 7},
-	{"x", "x", 8},
-	{"&&&", "", 9},
-	{"a=1;b=2&c", "", 10},
+var querySeeds = []querytest.Seed{
+	{Query: "a=1&b=2", Order: 1},
+	{Query: "b=2&a=1&a=0", Order: 2},
+	{Query: "utm_source=x&a=1&&b=2&", Drop: "utm_source,fbclid", Order: 3},
+	{Query: "utm%5Fsource=x&z&fbclid", Drop: "utm_source,fbclid", Order: 4},
+	{Query: "a+b=1&a%20b=2&a b=3", Drop: "a b", Order: 5},
+	{Query: "=x&=y&b", Order: 6},
+	{Query: "%zz=1&a=%zz", Drop: "%zz", Order: 7},
+	{Query: "x", Drop: "x", Order: 8},
+	{Query: "&&&", Order: 9},
+	{Query: "a=1;b=2&c", Order: 10},
 }
 
-func FuzzQueryNormalize(f *testing.F) {
-	for _, s := range querySeeds {
-		f.Add(s.q, s.drop, s.seed)
-	}
-	f.Fuzz(checkQueryProps)
-}
+func FuzzQueryNormalize(f *testing.F) { querytest.Fuzz(f, querySeeds, checkQueryProps) }
 
-func TestQueryNormalizeSeeds(t *testing.T) {
-	for _, s := range querySeeds {
-		checkQueryProps(t, s.q, s.drop, s.seed)
-	}
-}
+func TestQueryNormalizeSeeds(t *testing.T) { querytest.Run(t, querySeeds, checkQueryProps) }
 
 func checkQueryProps(t *testing.T, q, drop string, seed int64) {
-	var dropList []string
-	if drop != "" {
-		dropList = strings.Split(drop, ",")
-	}
-	k := NewKeyer(dropList)
+	k := NewKeyer(querytest.DropList(drop))
 	got, _ := k.normalizeQuery(q)
 
 	if again, _ := k.normalizeQuery(got); again != got {
@@ -288,7 +262,7 @@ func checkQueryProps(t *testing.T, q, drop string, seed int64) {
 
 	// The key does not depend on the order of the parameters. Repeated names keep their
 	// order (a=2&a=1 is not a=1&a=2 for most origins), so only that order is kept.
-	shuffled := shuffleParams(q, seed)
+	shuffled := querytest.Shuffle(q, seed)
 	if again, _ := k.normalizeQuery(shuffled); again != got {
 		t.Fatalf("normalizeQuery(%q) = %q, but reordered %q gives %q", q, got, shuffled, again)
 	}
@@ -297,27 +271,6 @@ func checkQueryProps(t *testing.T, q, drop string, seed int64) {
 	if k1, k2 := k.Key(r1), k.Key(r2); k1 != k2 {
 		t.Fatalf("key with query %q = %q, with %q = %q", q, k1, shuffled, k2)
 	}
-}
-
-// shuffleParams reorders the parameters of q, keeping the order of those of the same name.
-func shuffleParams(q string, seed int64) string {
-	parts := strings.Split(q, "&")
-	if len(parts) < 2 {
-		return q
-	}
-	perm := rand.New(rand.NewSource(seed)).Perm(len(parts))
-	byName := make(map[string][]string)
-	for _, p := range parts {
-		n := paramName(p)
-		byName[n] = append(byName[n], p)
-	}
-	out := make([]string, len(parts))
-	for i, j := range perm {
-		n := paramName(parts[j])
-		out[i] = byName[n][0]
-		byName[n] = byName[n][1:]
-	}
-	return strings.Join(out, "&")
 }
 
 var tagSeeds = [][2]string{

@@ -93,7 +93,13 @@ type result struct {
 }
 
 // queue starts an acquire that must wait, and returns once it has queued.
-func queue(t *testing.T, l *Limiter, ft *fakeTimers, ctx context.Context, req Request) (<-chan result, *fakeTimer) {
+func queue(t *testing.T, l *Limiter, ft *fakeTimers, req Request) (<-chan result, *fakeTimer) {
+	t.Helper()
+	return queueCtx(t, l, ft, context.Background(), req)
+}
+
+// queueCtx is queue for a request whose context the test may end.
+func queueCtx(t *testing.T, l *Limiter, ft *fakeTimers, ctx context.Context, req Request) (<-chan result, *fakeTimer) {
 	t.Helper()
 	ch := make(chan result, 1)
 	go func() {
@@ -152,6 +158,13 @@ func tryAcquire(l *Limiter, req Request) (func(), error) {
 		return func() {}, err
 	}
 	return func() { Return(sl) }, nil
+}
+
+// newTestLimiter builds a Limiter whose timers the test fires, or fails the test.
+func newTestLimiter(t *testing.T, s Settings) (*Limiter, *fakeTimers) {
+	t.Helper()
+	ft := newFakeTimers()
+	return mustNew(t, ft.settings(s)), ft
 }
 
 // mustNew builds a Limiter or fails the test.

@@ -15,8 +15,7 @@ var (
 )
 
 func TestWaitFreeSlot(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{}))
+	l, ft := newTestLimiter(t, Settings{})
 	release := hold(t, l, search)
 	ft.none(t)
 	wantFetch(t, l, 1, 0)
@@ -44,8 +43,7 @@ func TestBackgroundReserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			ft := newFakeTimers()
-			l := mustNew(t, ft.settings(Settings{MaxConcurrent: tt.size, MaxPerPartition: 64}))
+			l, ft := newTestLimiter(t, Settings{MaxConcurrent: tt.size, MaxPerPartition: 64})
 			for i := 0; i < tt.want; i++ {
 				if _, err := tryAcquire(l, search); err != nil {
 					t.Fatalf("background slot %d: got %v, want a slot", i+1, err)
@@ -79,12 +77,10 @@ func TestBackgroundRespectsPartitionCap(t *testing.T) {
 }
 
 func TestUploadPoolIsSeparate(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 2, MaxUpload: 2}))
-	ctx := context.Background()
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 2, MaxUpload: 2})
 	releaseUpload := hold(t, l, upload)
 	hold(t, l, upload)
-	third, _ := queue(t, l, ft, ctx, upload)
+	third, _ := queue(t, l, ft, upload)
 	// Slow uploads exhaust their own pool and nothing else (FR-LIM-7).
 	hold(t, l, search)
 	hold(t, l, home)
@@ -97,12 +93,10 @@ func TestUploadPoolIsSeparate(t *testing.T) {
 }
 
 func TestReleaseIsIdempotent(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
-	ctx := context.Background()
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
 	release := hold(t, l, home)
-	second, _ := queue(t, l, ft, ctx, search)
-	third, _ := queue(t, l, ft, ctx, about)
+	second, _ := queue(t, l, ft, search)
+	third, _ := queue(t, l, ft, about)
 	release()
 	release()
 	releaseSecond := granted(t, second)
@@ -143,12 +137,10 @@ func TestReleaseOnPanicPath(t *testing.T) {
 }
 
 func TestUpdate(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
-	ctx := context.Background()
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
 	releaseHome := hold(t, l, home)
-	second, _ := queue(t, l, ft, ctx, search)
-	third, _ := queue(t, l, ft, ctx, about)
+	second, _ := queue(t, l, ft, search)
+	third, _ := queue(t, l, ft, about)
 
 	if err := l.Update(ft.settings(Settings{MaxConcurrent: 3})); err != nil {
 		t.Fatalf("Update: %v", err)
@@ -161,7 +153,7 @@ func TestUpdate(t *testing.T) {
 	if err := l.Update(ft.settings(Settings{MaxConcurrent: 1})); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	fourth, _ := queue(t, l, ft, ctx, blog)
+	fourth, _ := queue(t, l, ft, blog)
 	releaseHome()
 	releaseSecond()
 	waiting(t, "fourth", fourth)
@@ -192,12 +184,11 @@ func TestHostCapTurnedOnByUpdate(t *testing.T) {
 }
 
 func TestStats(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 3, MaxPerPartition: 2}))
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 3, MaxPerPartition: 2})
 	a := hold(t, l, search)
 	b := hold(t, l, search)
 	c := hold(t, l, home)
-	queue(t, l, ft, context.Background(), about)
+	queue(t, l, ft, about)
 	a()
 	b()
 	c()

@@ -6,8 +6,7 @@ import (
 )
 
 func TestBusiest(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 3, MaxPerPartition: 2}))
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 3, MaxPerPartition: 2})
 	var held []func()
 	for _, req := range []Request{
 		{Partition: "http://a/x", Host: "a"},
@@ -18,7 +17,7 @@ func TestBusiest(t *testing.T) {
 		held = append(held, hold(t, l, req))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ch, _ := queue(t, l, ft, ctx, Request{Partition: "http://b/y", Host: "b"})
+	ch, _ := queueCtx(t, l, ft, ctx, Request{Partition: "http://b/y", Host: "b"})
 
 	got := l.Busiest(10)
 	want := []Occupancy{

@@ -9,13 +9,11 @@ import (
 )
 
 func TestQueueGrantsInArrivalOrder(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
-	ctx := context.Background()
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
 	releaseFirst := hold(t, l, home)
-	second, _ := queue(t, l, ft, ctx, search)
-	third, _ := queue(t, l, ft, ctx, about)
-	fourth, _ := queue(t, l, ft, ctx, blog)
+	second, _ := queue(t, l, ft, search)
+	third, _ := queue(t, l, ft, about)
+	fourth, _ := queue(t, l, ft, blog)
 	wantFetch(t, l, 1, 3)
 
 	releaseFirst()
@@ -33,18 +31,16 @@ func TestQueueGrantsInArrivalOrder(t *testing.T) {
 }
 
 func TestPartitionCapLetsOtherPartitionsPass(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 3, MaxPerPartition: 2}))
-	ctx := context.Background()
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 3, MaxPerPartition: 2})
 	releaseSearch1 := hold(t, l, search)
 	hold(t, l, search)
 	// /search is at its cap with a slot free: its next request waits, others pass.
-	search3, _ := queue(t, l, ft, ctx, search)
+	search3, _ := queue(t, l, ft, search)
 	releaseHome := hold(t, l, home)
 	wantFetch(t, l, 3, 1)
 
-	home2, _ := queue(t, l, ft, ctx, home)
-	about1, _ := queue(t, l, ft, ctx, about)
+	home2, _ := queue(t, l, ft, home)
+	about1, _ := queue(t, l, ft, about)
 	// The oldest waiter (/search) is at its partition cap: the freed slot goes past it.
 	releaseHome()
 	releaseHome2 := granted(t, home2)
@@ -65,17 +61,15 @@ func TestPartitionCapLetsOtherPartitionsPass(t *testing.T) {
 }
 
 func TestFloodOnOnePathIsShedWhileOthersFlow(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxQueue: 64}))
-	ctx := context.Background()
+	l, ft := newTestLimiter(t, Settings{MaxQueue: 64})
 	share := l.fetch.caps.queueShare
 	for i := 0; i < DefaultMaxPerPartition; i++ {
 		hold(t, l, search)
 	}
 	for i := 0; i < share; i++ {
-		queue(t, l, ft, ctx, search)
+		queue(t, l, ft, search)
 	}
-	if _, err := acquire(l, ctx, search); !errors.Is(err, ErrPartitionQueueFull) {
+	if _, err := acquire(l, context.Background(), search); !errors.Is(err, ErrPartitionQueueFull) {
 		t.Fatalf("flooded /search: got %v, want %v", err, ErrPartitionQueueFull)
 	}
 	// Other paths take every remaining slot.
@@ -86,12 +80,10 @@ func TestFloodOnOnePathIsShedWhileOthersFlow(t *testing.T) {
 }
 
 func TestHostCap(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 10, MaxPerHost: 2}))
-	ctx := context.Background()
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 10, MaxPerHost: 2})
 	releaseHome := hold(t, l, home)
 	hold(t, l, search)
-	third, _ := queue(t, l, ft, ctx, about)
+	third, _ := queue(t, l, ft, about)
 	// Another host flows past the waiter whose host is at its cap.
 	hold(t, l, blog)
 	if got := l.Usage(home).HostInFlight; got != 2 {
@@ -135,14 +127,12 @@ func TestShedAtOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			ft := newFakeTimers()
-			l := mustNew(t, ft.settings(tt.settings))
-			ctx := context.Background()
+			l, ft := newTestLimiter(t, tt.settings)
 			hold(t, l, home)
 			for _, req := range tt.queued {
-				queue(t, l, ft, ctx, req)
+				queue(t, l, ft, req)
 			}
-			release, err := acquire(l, ctx, tt.req)
+			release, err := acquire(l, context.Background(), tt.req)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
@@ -154,23 +144,20 @@ func TestShedAtOnce(t *testing.T) {
 }
 
 func TestPartitionShareLeavesRoomForOthers(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1, MaxQueue: 10, MaxQueuePerPartition: 1}))
-	ctx := context.Background()
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1, MaxQueue: 10, MaxQueuePerPartition: 1})
 	hold(t, l, home)
-	queue(t, l, ft, ctx, search)
-	if _, err := acquire(l, ctx, search); !errors.Is(err, ErrPartitionQueueFull) {
+	queue(t, l, ft, search)
+	if _, err := acquire(l, context.Background(), search); !errors.Is(err, ErrPartitionQueueFull) {
 		t.Fatalf("second /search waiter: got %v, want %v", err, ErrPartitionQueueFull)
 	}
-	queue(t, l, ft, ctx, about)
+	queue(t, l, ft, about)
 	wantFetch(t, l, 1, 2)
 }
 
 func TestQueueWaitBound(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
 	release := hold(t, l, home)
-	ch, tm := queue(t, l, ft, context.Background(), search)
+	ch, tm := queue(t, l, ft, search)
 	if tm.d != DefaultMaxQueueWait {
 		t.Fatalf("timer: got %s, want %s", tm.d, DefaultMaxQueueWait)
 	}
@@ -187,10 +174,9 @@ func TestQueueWaitBound(t *testing.T) {
 }
 
 func TestGrantStopsTimer(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
 	release := hold(t, l, home)
-	ch, tm := queue(t, l, ft, context.Background(), search)
+	ch, tm := queue(t, l, ft, search)
 	release()
 	got := granted(t, ch)
 	if !tm.isStopped() {
@@ -203,12 +189,11 @@ func TestGrantStopsTimer(t *testing.T) {
 }
 
 func TestContextEndsWhileQueued(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
 	release := hold(t, l, home)
 	ctx, cancel := context.WithCancel(context.Background())
-	gone, tm := queue(t, l, ft, ctx, search)
-	next, _ := queue(t, l, ft, context.Background(), about)
+	gone, tm := queueCtx(t, l, ft, ctx, search)
+	next, _ := queue(t, l, ft, about)
 	cancel()
 	r := await(t, gone)
 	if !errors.Is(r.err, ErrContextDone) || !errors.Is(r.err, context.Canceled) {
@@ -228,8 +213,7 @@ func TestContextEndsWhileQueued(t *testing.T) {
 }
 
 func TestContextDoneBeforeQueueing(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
 	hold(t, l, home)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -62,26 +62,25 @@ type Settings struct {
 // Validate reports the first field that holds a value no default can stand for. The error
 // names the field as operators write it and the value, for the plugin to prefix.
 func (s Settings) Validate() error {
-	if s.MaxConcurrent < 0 {
-		return fmt.Errorf("maxConcurrent: %d must be at least 1", s.MaxConcurrent)
-	}
-	if s.MaxQueue < 0 {
-		return fmt.Errorf("maxQueue: %d must be at least 1", s.MaxQueue)
-	}
 	if s.MaxQueueWait < 0 {
 		return fmt.Errorf("maxQueueWait: %s must be positive", s.MaxQueueWait)
 	}
-	if s.MaxPerPartition < 0 {
-		return fmt.Errorf("maxPerPartition: %d must be at least 1", s.MaxPerPartition)
+	counts := []struct {
+		field string
+		value int
+		least string
+	}{
+		{"maxConcurrent", s.MaxConcurrent, "1"},
+		{"maxQueue", s.MaxQueue, "1"},
+		{"maxPerPartition", s.MaxPerPartition, "1"},
+		{"maxQueuePerPartition", s.MaxQueuePerPartition, "1"},
+		{"maxPerHost", s.MaxPerHost, "0 (0 turns the host cap off)"},
+		{"maxUpload", s.MaxUpload, "1"},
 	}
-	if s.MaxQueuePerPartition < 0 {
-		return fmt.Errorf("maxQueuePerPartition: %d must be at least 1", s.MaxQueuePerPartition)
-	}
-	if s.MaxPerHost < 0 {
-		return fmt.Errorf("maxPerHost: %d must be at least 0 (0 turns the host cap off)", s.MaxPerHost)
-	}
-	if s.MaxUpload < 0 {
-		return fmt.Errorf("maxUpload: %d must be at least 1", s.MaxUpload)
+	for _, c := range counts {
+		if c.value < 0 {
+			return fmt.Errorf("%s: %d must be at least %s", c.field, c.value, c.least)
+		}
 	}
 	d := s.withDefaults()
 	if d.MaxQueuePerPartition > d.MaxQueue {

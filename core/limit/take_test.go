@@ -55,13 +55,12 @@ func TestTake(t *testing.T) {
 // A request that finds others queued joins them rather than take a slot freed for them, and
 // a slot given back by Return goes to the oldest waiter.
 func TestTakeYieldsToWaiters(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
 	s := Take(l, search.Partition, search.Host, false)
 	if s == nil {
 		t.Fatal("Take on an empty pool: got nil, want a slot")
 	}
-	waiter, _ := queue(t, l, ft, context.Background(), home)
+	waiter, _ := queue(t, l, ft, home)
 	if again := Take(l, about.Partition, about.Host, false); again != nil {
 		t.Fatal("Take with a waiter queued and the pool full: got a slot, want nil")
 	}
@@ -72,8 +71,7 @@ func TestTakeYieldsToWaiters(t *testing.T) {
 
 // Wait grants a free slot at once, queues otherwise, and sheds when the queue is full.
 func TestWait(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1, MaxQueue: 1}))
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1, MaxQueue: 1})
 	ctx := context.Background()
 	first, err := Wait(ctx, l, search.Partition, search.Host, false)
 	if err != nil || first == nil {
@@ -115,8 +113,7 @@ func TestWait(t *testing.T) {
 
 // A Wait whose context ends while queued leaves the queue at once.
 func TestWaitContextEnds(t *testing.T) {
-	ft := newFakeTimers()
-	l := mustNew(t, ft.settings(Settings{MaxConcurrent: 1}))
+	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
 	holder := hold(t, l, home)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan error, 1)

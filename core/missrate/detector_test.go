@@ -3,9 +3,10 @@ package missrate
 import (
 	"hash/maphash"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/await"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -310,37 +311,22 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	const workers = 4
 	results := make(chan int, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			anomalies := 0
-			// One instant for all: a clock that went backwards between workers would start
-			// new windows.
-			now := t0
-			for i := 0; i < 500; i++ {
-				p := "https://shop.example/p/" + strconv.Itoa(i%7)
-				if i%5 == 0 {
-					Hit(d, p)
-				} else if Miss(d, p, "cb="+strconv.Itoa(i*w), now) != nil {
-					anomalies++
-				}
-				AllowFetch(d, p, now)
+	await.Goroutines(t, workers, 10*time.Second, "concurrent Observe and AllowFetch", func(w int) {
+		anomalies := 0
+		// One instant for all: a clock that went backwards between workers would start new
+		// windows.
+		now := t0
+		for i := 0; i < 500; i++ {
+			p := "https://shop.example/p/" + strconv.Itoa(i%7)
+			if i%5 == 0 {
+				Hit(d, p)
+			} else if Miss(d, p, "cb="+strconv.Itoa(i*w), now) != nil {
+				anomalies++
 			}
-			results <- anomalies
-		}(w)
-	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("concurrent Observe and AllowFetch hang")
-	}
+			AllowFetch(d, p, now)
+		}
+		results <- anomalies
+	})
 	close(results)
 	total := 0
 	for n := range results {

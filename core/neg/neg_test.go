@@ -4,9 +4,10 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/await"
 )
 
 // t0 is the start of every test's clock.
@@ -193,35 +194,20 @@ func TestForget(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	c := newTestCache(t, Settings{MaxEntries: 16})
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < 300; i++ {
-				k := strconv.Itoa((g * i) % 40)
-				now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
-				switch i % 3 {
-				case 0:
-					c.Record(k, Failure{Status: 503}, now)
-				case 1:
-					c.Lookup(k, now)
-				default:
-					c.Forget(k)
-				}
+	await.Goroutines(t, 8, 10*time.Second, "concurrent Record, Lookup and Forget", func(g int) {
+		for i := 0; i < 300; i++ {
+			k := strconv.Itoa((g * i) % 40)
+			now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+			switch i % 3 {
+			case 0:
+				c.Record(k, Failure{Status: 503}, now)
+			case 1:
+				c.Lookup(k, now)
+			default:
+				c.Forget(k)
 			}
-		}(g)
-	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("concurrent Record, Lookup and Forget hang")
-	}
+		}
+	})
 	if c.Len() > 16 {
 		t.Errorf("Len() = %d, want at most 16", c.Len())
 	}

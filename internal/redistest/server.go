@@ -286,26 +286,21 @@ func readReply(r *bufio.Reader) (interface{}, error) {
 		return nil, &Error{Msg: text}
 	case ':':
 		return strconv.ParseInt(text, 10, 64)
-	case '$':
+	case '$', '*':
 		n, err := strconv.Atoi(text)
 		if err != nil {
 			return nil, err
 		}
 		if n < 0 {
+			// The null bulk string or array.
 			return nil, nil
 		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(text)
-		if err != nil {
-			return nil, err
-		}
-		if n < 0 {
-			return nil, nil
+		if kind == '$' {
+			buf := make([]byte, n+2)
+			if _, err := io.ReadFull(r, buf); err != nil {
+				return nil, err
+			}
+			return string(buf[:n]), nil
 		}
 		items := make([]interface{}, n)
 		for i := range items {
