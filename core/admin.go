@@ -227,13 +227,21 @@ func (o operator) scopeKey(key string) string {
 	return breaker.ScopeKey(o.e.breakerScope, key)
 }
 
+// Each action applies here, then goes to the other instances sharing the store (fleet.go);
+// an error then says the action was applied here only.
+
 func (o operator) OpenBreaker(key string, d time.Duration) error {
-	openBreaker(o.e, o.e.breakers.Get(o.scopeKey(key), o.e.now()), d)
-	return nil
+	b := o.e.breakers.Get(o.scopeKey(key), o.e.now())
+	openBreaker(o.e, b, d)
+	return shared(o.e.breakerSync.fleet.publishAction("open", b.Key(), b.Status(o.e.now()).OpenUntil))
 }
 
 func (o operator) CloseBreaker(key string) error {
-	return closeBreaker(o.e, o.scopeKey(key))
+	key = o.scopeKey(key)
+	if err := closeBreaker(o.e, key); err != nil {
+		return err
+	}
+	return shared(o.e.breakerSync.fleet.publishAction("close", key, time.Time{}))
 }
 
 func (o operator) SetOverride(key, params string) error {
@@ -241,18 +249,35 @@ func (o operator) SetOverride(key, params string) error {
 	if err != nil {
 		return err
 	}
-	return o.e.breakers.SetOverride(o.scopeKey(key), ov)
+	key = o.scopeKey(key)
+	if err := o.e.breakers.SetOverride(key, ov); err != nil {
+		return err
+	}
+	return shared(o.e.breakerSync.fleet.publishOverride(key, ov.String(), false))
 }
 
 func (o operator) RemoveOverride(key string) error {
-	if !o.e.breakers.RemoveOverride(o.scopeKey(key)) {
+	key = o.scopeKey(key)
+	if !o.e.breakers.RemoveOverride(key) {
 		return fmt.Errorf("key: %q has no override", key)
 	}
-	return nil
+	return shared(o.e.breakerSync.fleet.publishOverride(key, "", true))
 }
 
 func (o operator) DeclareBreaker(key string) error {
-	return o.e.breakers.Declare(o.scopeKey(key))
+	key = o.scopeKey(key)
+	if err := o.e.breakers.Declare(key); err != nil {
+		return err
+	}
+	return shared(o.e.breakerSync.fleet.publishDeclare(key))
+}
+
+// shared is the error of sharing an action that was applied here.
+func shared(err error) error {
+	if err != nil {
+		return fmt.Errorf("applied on this instance only: %w", err)
+	}
+	return nil
 }
 
 func (o operator) WriteMetrics(w io.Writer) error {

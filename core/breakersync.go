@@ -35,6 +35,9 @@ type breakerSync struct {
 	lastRead int64
 	reading  int32
 
+	// fleet shares operators' actions on the same breakers.
+	fleet *fleet
+
 	// mu guards st and log.
 	mu  sync.Mutex
 	st  store.Store // nil: process memory, nothing to share
@@ -46,6 +49,9 @@ func (bs *breakerSync) setStore(st store.Store, log func(string)) {
 	bs.st = st
 	bs.log = log
 	bs.mu.Unlock()
+	if bs.fleet != nil {
+		bs.fleet.setStore(st, log)
+	}
 }
 
 func (bs *breakerSync) current() (store.Store, func(string)) {

@@ -137,12 +137,17 @@ func engineFor(name string, s Settings) (*engine, error) {
 		e.breakerSync = old.breakerSync
 	} else {
 		bs := &breakerSync{name: name, prefix: breakerKeyPrefix + name + "\x00"}
+		if old.breakerSync != nil && old.breakerSync.fleet != nil {
+			// The group it served is replaced.
+			old.breakerSync.fleet.close()
+		}
 		bsettings := s.Breaker
 		timeout := s.StoreTimeout
 		bsettings.OnTrip = func(key string, until time.Time) { bs.tripped(key, until, timeout) }
 		if e.breakers, err = breaker.NewGroup(bsettings); err != nil {
 			return nil, err
 		}
+		bs.fleet = newFleet(name, e.breakers, s.Now)
 		e.breakerSync = bs
 	}
 	if e.mem == nil {

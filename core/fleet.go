@@ -1,0 +1,276 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/store"
+)
+
+// What an operator does to breakers through one Traefik reaches every Traefik sharing the
+// store within fleetEvery: each instance reads a control record of the middleware's from the
+// store once a fleetEvery and applies what changed. The record holds the overrides and
+// declared keys as they stand, and the last fleetActionsKept opens and closes by hand, each
+// with a sequence number. Writing it is a read, a change and a write: two operators acting
+// on two instances in the same instant may lose one of the two actions (the page shows the
+// outcome; act again). Instances that start later apply the overrides and skip opens whose
+// deadline has passed.
+
+const (
+	// fleetEvery is how often an instance reads the control record.
+	fleetEvery = time.Second
+	// fleetTimeout bounds one read or write of the control record.
+	fleetTimeout = 2 * time.Second
+	// fleetActionsKept bounds the opens and closes the record keeps.
+	fleetActionsKept = 64
+	// fleetKeyPrefix keeps the control record apart from cache keys, which start with a
+	// scheme, and from shared breaker deadlines.
+	fleetKeyPrefix = "\x00control:"
+	// fleetRecordLife is how long the store keeps a control record nobody writes again.
+	fleetRecordLife = 30 * 24 * time.Hour
+)
+
+// fleetAction is an open or a close by hand.
+type fleetAction struct {
+	Seq int64  `json:"seq"`
+	Op  string `json:"op"`
+	Key string `json:"key"`
+	// Until is an open's deadline: an instance that reads it late opens for what is left.
+	Until time.Time `json:"until,omitempty"`
+}
+
+// fleetRecord is the control record.
+type fleetRecord struct {
+	Seq int64 `json:"seq"`
+	// Overrides maps each overridden or declared key to its parameters as breaker.overrides
+	// writes them after the key; "" for a key declared without any.
+	Overrides map[string]string `json:"overrides"`
+	Actions   []fleetAction     `json:"actions"`
+}
+
+// fleet shares one breaker group's operator actions. Its zero stop channel means no loop
+// runs (process memory: nothing to share).
+type fleet struct {
+	key    string
+	group  *breaker.Group
+	now    func() time.Time
+	logger func(string)
+
+	// mu guards the fields below.
+	mu sync.Mutex
+	st store.Store
+	// applied is the record's sequence number this instance has applied or written.
+	applied int64
+	// shared is the overrides as the record stood when last applied.
+	shared map[string]string
+	stop   chan struct{}
+}
+
+func newFleet(name string, group *breaker.Group, now func() time.Time) *fleet {
+	return &fleet{key: fleetKeyPrefix + name, group: group, now: now, shared: map[string]string{}}
+}
+
+// setStore points the fleet at the shared store st (nil: none), starting or stopping its
+// reading loop.
+func (f *fleet) setStore(st store.Store, log func(string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st = st
+	f.logger = log
+	if st == nil && f.stop != nil {
+		close(f.stop)
+		f.stop = nil
+	}
+	if st != nil && f.stop == nil {
+		f.stop = make(chan struct{})
+		go f.loop(f.stop)
+	}
+}
+
+// close stops the reading loop: the group it served is replaced.
+func (f *fleet) close() {
+	f.setStore(nil, nil)
+}
+
+func (f *fleet) loop(stop chan struct{}) {
+	t := time.NewTicker(fleetEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			f.pollOnce()
+		}
+	}
+}
+
+func (f *fleet) current() (store.Store, func(string)) {
+	f.mu.Lock()
+	st, log := f.st, f.logger
+	f.mu.Unlock()
+	return st, log
+}
+
+// pollOnce reads the record and applies what changed since it was last applied.
+func (f *fleet) pollOnce() {
+	st, log := f.current()
+	if st == nil {
+		return
+	}
+	defer recoverTo(log, "reading the breakers' control record")
+	rec, err := f.read(st)
+	if err != nil || rec == nil {
+		return
+	}
+	f.apply(rec, log)
+}
+
+// apply applies what rec holds beyond what this instance applied or wrote.
+func (f *fleet) apply(rec *fleetRecord, log func(string)) {
+	f.mu.Lock()
+	applied := f.applied
+	shared := f.shared
+	f.mu.Unlock()
+	if rec.Seq == applied {
+		return
+	}
+	now := f.now()
+	for _, a := range rec.Actions {
+		if a.Seq <= applied {
+			continue
+		}
+		b := f.group.Get(a.Key, now)
+		switch a.Op {
+		case "open":
+			if a.Until.After(now) {
+				b.ForceOpen(now, a.Until.Sub(now))
+			}
+		case "close":
+			b.ForceClose(now)
+		}
+	}
+	for key, params := range rec.Overrides {
+		if old, ok := shared[key]; !ok || old != params {
+			f.applyOverride(key, params, log)
+		}
+	}
+	for key := range shared {
+		if _, ok := rec.Overrides[key]; !ok {
+			f.group.RemoveOverride(key)
+		}
+	}
+	f.mu.Lock()
+	f.applied = rec.Seq
+	f.shared = rec.Overrides
+	f.mu.Unlock()
+}
+
+func (f *fleet) applyOverride(key, params string, log func(string)) {
+	if params == "" {
+		f.group.Declare(key)
+		return
+	}
+	o, err := breaker.ParseOverrideParams(params)
+	if err == nil {
+		err = f.group.SetOverride(key, o)
+	}
+	if err != nil && log != nil {
+		log(fmt.Sprintf("breaker %q: the fleet's override %q is refused here: %v", key, params, err))
+	}
+}
+
+// read returns the control record, or nil when there is none.
+func (f *fleet) read(st store.Store) (*fleetRecord, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout)
+	defer cancel()
+	ent, err := st.Get(ctx, f.key)
+	if err != nil || ent == nil || ent.Status != http.StatusOK {
+		return nil, err
+	}
+	rec := &fleetRecord{}
+	if err := json.Unmarshal(ent.Body, rec); err != nil {
+		// Untrusted input: a record nobody can read is no record, and the next write
+		// replaces it.
+		return nil, nil
+	}
+	if rec.Overrides == nil {
+		rec.Overrides = map[string]string{}
+	}
+	return rec, nil
+}
+
+// publish records an operator's action for the other instances: change edits the record.
+// Without a shared store it does nothing.
+func (f *fleet) publish(change func(rec *fleetRecord)) error {
+	st, log := f.current()
+	if st == nil {
+		return nil
+	}
+	rec, err := f.read(st)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		rec = &fleetRecord{Overrides: map[string]string{}}
+	}
+	// What the others did first, so that moving past their sequence numbers skips nothing.
+	f.apply(rec, log)
+	rec.Seq++
+	change(rec)
+	if n := len(rec.Actions); n > fleetActionsKept {
+		rec.Actions = append([]fleetAction(nil), rec.Actions[n-fleetActionsKept:]...)
+	}
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	now := f.now()
+	ent := &store.Entry{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: body,
+		Born: now, FreshUntil: now.Add(fleetRecordLife), KeepUntil: now.Add(fleetRecordLife)}
+	ent.Prepare()
+	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout)
+	defer cancel()
+	if err := st.Set(ctx, f.key, ent); err != nil {
+		return fmt.Errorf("sharing with the other instances: %w", err)
+	}
+	f.mu.Lock()
+	if rec.Seq > f.applied {
+		f.applied = rec.Seq
+	}
+	f.shared = rec.Overrides
+	f.mu.Unlock()
+	return nil
+}
+
+// publishAction records an open or a close by hand.
+func (f *fleet) publishAction(op, key string, until time.Time) error {
+	return f.publish(func(rec *fleetRecord) {
+		rec.Actions = append(rec.Actions, fleetAction{Seq: rec.Seq, Op: op, Key: key, Until: until})
+	})
+}
+
+// publishDeclare records key as declared, keeping an override it has.
+func (f *fleet) publishDeclare(key string) error {
+	return f.publish(func(rec *fleetRecord) {
+		if _, ok := rec.Overrides[key]; !ok {
+			rec.Overrides[key] = ""
+		}
+	})
+}
+
+// publishOverride records key's override ("" params: declared only); remove drops it.
+func (f *fleet) publishOverride(key, params string, remove bool) error {
+	return f.publish(func(rec *fleetRecord) {
+		if remove {
+			delete(rec.Overrides, key)
+			return
+		}
+		rec.Overrides[key] = params
+	})
+}

@@ -1,0 +1,117 @@
+package core
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/store"
+)
+
+// TestFleetSharesOperatorActions: what an operator does through one instance, another
+// sharing the store applies at its next read, once; an instance that starts later takes the
+// overrides and skips an open whose deadline passed.
+func TestFleetSharesOperatorActions(t *testing.T) {
+	clock := newFakeClock()
+	shared := store.NewMemory(store.MemorySettings{})
+	newInstance := func() (*fleet, *breaker.Group) {
+		g, err := breaker.NewGroup(breaker.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newFleet("mw", g, clock.Now)
+		// The store is set by hand, not by setStore: no loop runs, the test reads.
+		f.st = shared
+		return f, g
+	}
+	a, ga := newInstance()
+	b, gb := newInstance()
+	state := func(g *breaker.Group, key string) int { return g.Get(key, clock.Now()).State(clock.Now()) }
+	override := func(g *breaker.Group, key string) breaker.Override {
+		for _, ko := range g.Overrides() {
+			if ko.Key == key {
+				return ko.Override
+			}
+		}
+		return breaker.Override{}
+	}
+
+	ga.Get("api.example.com", clock.Now()).ForceOpen(clock.Now(), time.Minute)
+	if err := a.publishAction("open", "api.example.com", clock.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	b.pollOnce()
+	if got := state(gb, "api.example.com"); got != breaker.StateOpen {
+		t.Fatalf("B after A opened: state %d, want open", got)
+	}
+	o := breaker.Override{Window: 30 * time.Second}
+	if err := ga.SetOverride("api.example.com", o); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.publishOverride("api.example.com", o.String(), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.publishDeclare("new.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	// B acts too, on what it has applied so far.
+	gb.Get("api.example.com", clock.Now()).ForceClose(clock.Now())
+	if err := b.publishAction("close", "api.example.com", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := override(gb, "api.example.com"); got != o {
+		t.Errorf("B's override %+v, want %+v: B applies what A did before it writes", got, o)
+	}
+	a.pollOnce()
+	if got := state(ga, "api.example.com"); got != breaker.StateClosed {
+		t.Errorf("A after B closed: state %d, want closed", got)
+	}
+	// A later instance, once the open's deadline has passed.
+	clock.Add(2 * time.Minute)
+	c, gc := newInstance()
+	c.pollOnce()
+	if got := override(gc, "api.example.com"); got != o {
+		t.Errorf("a later instance's override %+v, want %+v", got, o)
+	}
+	if _, ok := gc.Lookup("new.example.com"); !ok {
+		t.Errorf("a later instance does not hold the declared key")
+	}
+	if got := state(gc, "api.example.com"); got != breaker.StateClosed {
+		t.Errorf("a later instance: state %d, want closed", got)
+	}
+	// Removing the override reaches the others.
+	ga.RemoveOverride("api.example.com")
+	if err := a.publishOverride("api.example.com", "", true); err != nil {
+		t.Fatal(err)
+	}
+	b.pollOnce()
+	if got := override(gb, "api.example.com"); got != (breaker.Override{}) {
+		t.Errorf("B after A's reset: override %+v, want none", got)
+	}
+}
+
+// TestFleetIgnoresUnreadableRecord: the record is untrusted input.
+func TestFleetIgnoresUnreadableRecord(t *testing.T) {
+	clock := newFakeClock()
+	shared := store.NewMemory(store.MemorySettings{})
+	g, _ := breaker.NewGroup(breaker.Settings{})
+	f := newFleet("mw", g, clock.Now)
+	f.st = shared
+	ent := &store.Entry{Status: 200, Body: []byte("{not json"), Born: clock.Now(), FreshUntil: clock.Now().Add(time.Hour), KeepUntil: clock.Now().Add(time.Hour)}
+	ent.Prepare()
+	if err := shared.Set(context.Background(), f.key, ent); err != nil {
+		t.Fatal(err)
+	}
+	f.pollOnce()
+	if err := f.publishOverride("a.example.com", "window=20s", false); err != nil {
+		t.Fatalf("publishing over an unreadable record: %v, want it replaced", err)
+	}
+	g2, _ := breaker.NewGroup(breaker.Settings{})
+	f2 := newFleet("mw", g2, clock.Now)
+	f2.st = shared
+	f2.pollOnce()
+	if ov := g2.Overrides(); len(ov) != 1 || ov[0].Key != "a.example.com" {
+		t.Errorf("overrides read from the new record %+v, want a.example.com's", ov)
+	}
+}
