@@ -2,7 +2,8 @@
 # Runs every test of Weir: static checks, unit tests compiled with -race and interpreted by
 # Yaegi v0.16.1, the compiled-only tests of testmod/, and the end-to-end tests through a real
 # Traefik v3.6.12.
-# Needs Go and redis-server on PATH (.ci/run installs it); builds Traefik once (cached).
+# Needs Go, redis-server and chromium on PATH (.ci/run installs them); builds Traefik once
+# (cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS=-mod=vendor
@@ -30,11 +31,17 @@ go test -race -count=1 $(go list ./... | grep -v /e2e)
 step "yaegi test (interpreted, as in Traefik)"
 scripts/yaegi-test.sh
 
-step "compiled-only tests (testmod/, a module of its own that Traefik never loads)"
-# -mod=mod: testmod is not vendored; it resolves its modules from its own go.sum.
-(cd testmod && GOFLAGS=-mod=mod go vet ./... && GOFLAGS=-mod=mod go test -count=1 ./...)
-
-step "end to end through Traefik v3.6.12"
+step "Traefik v3.6.12 for the tests through it"
+# Set here, before testmod/, whose admin page test runs through Traefik too.
 WEIR_TRAEFIK=${WEIR_TRAEFIK:-$(scripts/build-traefik.sh)}
 export WEIR_TRAEFIK
-WEIR_E2E=${WEIR_E2E:-required} go test -count=1 -timeout 20m ./e2e/
+export WEIR_E2E=${WEIR_E2E:-required}
+echo "$WEIR_TRAEFIK"
+
+step "compiled-only tests (testmod/, a module of its own that Traefik never loads)"
+# -mod=mod: testmod is not vendored; it resolves its modules from its own go.sum. The admin
+# page test drives headless Chromium (Debian's chromium) through Traefik.
+(cd testmod && GOFLAGS=-mod=mod go vet ./... && GOFLAGS=-mod=mod go test -count=1 -timeout 10m ./...)
+
+step "end to end through Traefik v3.6.12"
+go test -count=1 -timeout 20m ./e2e/

@@ -8,5 +8,7 @@
 // `go test` here with GOFLAGS=-mod=mod, after the unit tests.
 //
 // The tests check Weir's output against the real thing: exposition_test.go parses what
-// core/metrics writes with the Prometheus text parser (github.com/prometheus/common/expfmt).
+// core/metrics writes with the Prometheus text parser (github.com/prometheus/common/expfmt),
+// and adminpage drives the admin page in headless Chromium (github.com/chromedp/chromedp)
+// through a real Traefik.
 package testmod

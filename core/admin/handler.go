@@ -144,7 +144,7 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) forbidden(w http.ResponseWriter, r *http.Request, rel string) {
 	if r.Method == http.MethodGet && (rel == "/" || rel == "/index.html") && h.access.Token != "" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'")
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src data:; form-action 'self'; frame-ancestors 'none'")
 		w.WriteHeader(http.StatusForbidden)
 		w.Write([]byte(strings.Replace(loginHTML, "{{action}}", h.path+"/login", 1)))
 		return

@@ -3,7 +3,9 @@ package admin
 // The page is three small assets served by the admin itself: it loads nothing from
 // elsewhere (no CDN, no font), so it works on a network that reaches only Traefik, and its
 // Content-Security-Policy allows nothing else. The script polls api/state every two seconds
-// and sends actions as JSON; elements carry data-key and class names that tests drive.
+// and sends actions as JSON; elements carry data-key and class names that tests drive. Both
+// pages name an empty icon: a browser would otherwise ask the site's root for /favicon.ico,
+// outside admin.path, and reach the origin.
 
 const pageHTML = `<!doctype html>
 <html lang="en">
@@ -11,6 +13,7 @@ const pageHTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Weir admin</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="page.css">
 <script src="page.js" defer></script>
 </head>
@@ -81,8 +84,10 @@ th{background:#f4f4f4}
 .override::after{content:" (override)";font-weight:normal;font-size:.85em}
 .pair{display:flex;gap:2em;flex-wrap:wrap}
 #message{min-height:1.4em;color:#1e8449}#message.error{color:#c0392b}
-.actions form{display:inline-flex;gap:.3em;margin:.1em 0}
+.actions form{display:inline-flex;gap:.3em;margin:.1em .3em .1em 0}
+.actions>button{margin-right:.3em}
 .actions input{width:5em}
+td.left,td.window,.param{white-space:nowrap}
 #updated,.defaults{color:#777}
 `
 
@@ -111,7 +116,7 @@ function miniForm(cls, fields, label, onsubmit) {
   const f = document.createElement("form"); f.className = cls;
   for (const [name, ph] of fields) { const i = document.createElement("input"); i.name = name; i.placeholder = ph; f.appendChild(i); }
   const b = text("button", label); b.type = "submit"; f.appendChild(b);
-  f.addEventListener("submit", ev => { ev.preventDefault(); onsubmit(f); });
+  f.addEventListener("submit", async ev => { ev.preventDefault(); if (await onsubmit(f)) f.reset(); });
   return f;
 }
 function params(f) {
@@ -121,19 +126,16 @@ function params(f) {
   }
   return parts.join(" ");
 }
-function breakerRow(b) {
+// A breaker's row is built once and then updated in place, so that a refresh never takes a
+// form the operator is typing in or a button being clicked from under them.
+function breakerRow(key) {
   const tr = document.createElement("tr");
-  tr.dataset.key = b.key; tr.className = "state-" + b.state;
-  tr.appendChild(text("td", b.key, "key"));
-  tr.appendChild(text("td", b.state, "state"));
-  tr.appendChild(text("td", fmtSeconds(b.openLeftSeconds), "left"));
-  tr.appendChild(text("td", b.openedBy || "", "opener"));
-  tr.appendChild(text("td", b.lastStatus ? String(b.lastStatus) : "", "last"));
-  tr.appendChild(text("td", String(b.trips), "trips"));
-  tr.appendChild(text("td", b.failures + "/" + b.requests + " failed", "window"));
-  const p = document.createElement("td"); p.className = "params"; p.appendChild(paramList(b.params)); tr.appendChild(p);
+  tr.dataset.key = key;
+  for (const cls of ["key", "state", "left", "opener", "last", "trips", "window", "params"]) {
+    tr.appendChild(text("td", "", cls));
+  }
+  $("td.key", tr).textContent = key;
   const a = document.createElement("td"); a.className = "actions";
-  const key = b.key;
   a.appendChild(miniForm("open", [["for", "30s"]], "open", f => act("breakers/open", {key, for: f.elements.for.value})));
   const close = text("button", "close", "close"); close.type = "button";
   close.addEventListener("click", () => act("breakers/close", {key}));
@@ -146,6 +148,32 @@ function breakerRow(b) {
   tr.appendChild(a);
   return tr;
 }
+function setText(el, s) { if (el.textContent !== s) el.textContent = s; }
+function showBreaker(tr, b) {
+  const cls = "state-" + b.state;
+  if (tr.className !== cls) tr.className = cls;
+  setText($("td.state", tr), b.state);
+  setText($("td.left", tr), fmtSeconds(b.openLeftSeconds));
+  setText($("td.opener", tr), b.openedBy || "");
+  setText($("td.last", tr), b.lastStatus ? String(b.lastStatus) : "");
+  setText($("td.trips", tr), String(b.trips));
+  setText($("td.window", tr), b.failures + "/" + b.requests + " failed");
+  const p = $("td.params", tr), shown = JSON.stringify(b.params || []);
+  if (p.dataset.shown !== shown) { p.replaceChildren(paramList(b.params)); p.dataset.shown = shown; }
+}
+function fillBreakers(list) {
+  const tb = $("#breakers tbody");
+  const rows = new Map();
+  for (const tr of tb.rows) rows.set(tr.dataset.key, tr);
+  list.forEach((b, i) => {
+    const tr = rows.get(b.key) || breakerRow(b.key);
+    rows.delete(b.key);
+    showBreaker(tr, b);
+    // Moved only when out of place: moving a row would drop the focus of its form.
+    if (tb.rows[i] !== tr) tb.insertBefore(tr, tb.rows[i] || null);
+  });
+  for (const tr of rows.values()) tr.remove();
+}
 function fill(sel, rows, make) {
   const tb = $(sel + " tbody");
   tb.replaceChildren(...rows.map(make));
@@ -155,9 +183,7 @@ function occupant(o) { const tr = document.createElement("tr"); tr.dataset.key =
 function anomaly(a) { const tr = document.createElement("tr"); tr.dataset.key = a.partition;
   tr.append(text("td", a.partition), text("td", String(a.misses)), text("td", String(a.lookups)),
     text("td", a.ratio.toFixed(2)), text("td", a.throttled ? "yes" : "no")); return tr; }
-let editing = false;
 async function refresh() {
-  if (editing) return;
   let res;
   try { res = await fetch("api/state", {credentials: "same-origin"}); } catch (e) { say("unreachable: " + e, true); return; }
   if (!res.ok) { say("state: " + res.status, true); return; }
@@ -165,7 +191,7 @@ async function refresh() {
   $("#middleware").textContent = s.middleware;
   $("#updated").textContent = "as of " + new Date(s.time).toLocaleTimeString();
   $("#defaults").replaceChildren(paramList(s.defaults));
-  fill("#breakers", s.breakers || [], breakerRow);
+  fillBreakers(s.breakers || []);
   const l = s.limiter;
   $("#limiter").textContent = l.inFlight + " of " + l.maxConcurrent + " in flight, " + l.queued + " of " + l.maxQueue +
     " queued, " + l.uploads + " of " + l.maxUpload + " uploads";
@@ -174,25 +200,31 @@ async function refresh() {
   fill("#anomalies", s.anomalies || [], anomaly);
   const st = s.store;
   $("#store").textContent = st.kind + (st.breaker ? ", store breaker " + st.breaker : "") +
-    (st.nearCache ? ", near cache " + st.nearCache : "") + ", " + st.entries + " entries, " + st.bytes + " bytes";
+    (st.nearCache ? ", near cache " + st.nearCache : "") + ", " + st.entries + (st.entries === 1 ? " entry, " : " entries, ") +
+    st.bytes + " bytes";
 }
-async function act(action, body) {
+// act runs an action and tells whether it succeeded; what names its object in the message
+// (default: the key).
+async function act(action, body, what) {
   const r = await call(action, body);
-  if (r) { say(action + " " + (body.key || "") + ": done" + (r.purged !== undefined ? " (" + r.purged + " dropped)" : "")); }
-  editing = false;
+  const label = what !== undefined ? what : body.key;
+  if (r) { say(action + (label ? " " + label : "") + ": done" + (r.purged !== undefined ? " (" + r.purged + " dropped)" : "")); }
   refresh();
+  return r !== null;
 }
 document.addEventListener("DOMContentLoaded", () => {
-  $("#declare").addEventListener("submit", ev => { ev.preventDefault(); act("breakers/declare", {key: ev.target.elements.key.value}); });
-  $("#purge").addEventListener("submit", ev => {
+  $("#declare").addEventListener("submit", async ev => {
+    ev.preventDefault();
+    if (await act("breakers/declare", {key: ev.target.elements.key.value})) ev.target.reset();
+  });
+  $("#purge").addEventListener("submit", async ev => {
     ev.preventDefault();
     const f = ev.target, kind = f.elements.kind.value, v = f.elements.value.value.trim();
-    act("purge", kind === "all" ? {all: true} : {[kind]: v});
+    if (await act("purge", kind === "all" ? {all: true} : {[kind]: v}, kind === "all" ? "everything" : kind + " " + v)) {
+      f.elements.value.value = "";
+    }
   });
   $("#logout").addEventListener("click", async () => { await call("../logout", {}); location.reload(); });
-  // A refresh would replace a form the operator is typing in.
-  document.addEventListener("focusin", ev => { if (ev.target.matches("#breakers input")) editing = true; });
-  document.addEventListener("focusout", ev => { if (ev.target.matches("#breakers input")) editing = false; });
   refresh();
   setInterval(refresh, 2000);
 });
@@ -200,7 +232,7 @@ document.addEventListener("DOMContentLoaded", () => {
 
 const loginHTML = `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>Weir admin: sign in</title><link rel="stylesheet" href="page.css"></head>
+<head><meta charset="utf-8"><title>Weir admin: sign in</title><link rel="icon" href="data:,"><link rel="stylesheet" href="page.css"></head>
 <body>
 <h1>Weir admin</h1>
 <p>This page needs the operator's token (admin.token), or a connection from an address in admin.allow.</p>
