@@ -168,9 +168,18 @@ func send(t *testing.T, tr *Traefik, method, path string, header map[string]stri
 // to the answer's last byte, or to the error; the status is 0 when no answer came, and a
 // broken body comes back with what was read of it.
 func fetch(ctx context.Context, client *http.Client, within time.Duration, method, url string, header map[string]string) (reply, error) {
+	return fetchBody(ctx, client, within, method, url, header, "")
+}
+
+// fetchBody is fetch with a request body ("": none).
+func fetchBody(ctx context.Context, client *http.Client, within time.Duration, method, url string, header map[string]string, body string) (reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return reply{}, err
 	}
@@ -187,11 +196,11 @@ func fetch(ctx context.Context, client *http.Client, within time.Duration, metho
 		return reply{took: time.Since(began)}, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	got, err := io.ReadAll(resp.Body)
 	if err != nil {
 		err = fmt.Errorf("read body: %w", err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(body), took: time.Since(began)}, err
+	return reply{status: resp.StatusCode, header: resp.Header, body: string(got), took: time.Since(began)}, err
 }
 
 func get(t *testing.T, tr *Traefik, path string) reply {
