@@ -131,3 +131,46 @@ func sendBody(t *testing.T, tr *Traefik, method, path string, header map[string]
 	}
 	return r
 }
+
+// TestAdminFleet: with a shared store, a breaker opened, closed or tuned through one
+// Traefik's admin reaches the other Traefik within about a second (each reads the
+// operators' control record once a second).
+func TestAdminFleet(t *testing.T) {
+	requireE2ERedis(t)
+	rd := startRedis(t, 0)
+	o := newOrigin(t)
+	o.Handle("/f/live", answer("no-store", "live"))
+	conf := redisConfig(rd.URL(0))
+	conf["admin"] = map[string]interface{}{"path": "/f/_weir", "token": adminTestToken}
+	a, b := startPair(t, o, cachedRoute("fleet", "/f", "weir-fleet", conf))
+	post := map[string]string{"Authorization": "Bearer " + adminTestToken, "Content-Type": "application/json"}
+	act := func(action, body string) {
+		t.Helper()
+		if r := sendBody(t, a, "POST", "/f/_weir/api/"+action, post, body); r.status != http.StatusOK {
+			t.Fatalf("%s on A: %d %q", action, r.status, r.body)
+		}
+	}
+	// seen waits until B shows what A did, and logs how long that took.
+	seen := func(what string, cond func() bool) {
+		t.Helper()
+		began := time.Now()
+		if !waitFor(10*time.Second, cond) {
+			t.Fatalf("B never showed %s", what)
+		}
+		t.Logf("B showed %s %v after A", what, time.Since(began).Round(10*time.Millisecond))
+	}
+	wantReply(t, "GET on B", callT(t, b, "GET", "/f/live"), http.StatusOK, "live")
+
+	act("breakers/open", `{"key":"`+sharedHost+`","for":"60s"}`)
+	seen("the open breaker", func() bool {
+		r := callT(t, b, "GET", "/f/live")
+		return r.status == http.StatusServiceUnavailable && r.cacheStatus().params["detail"] == "circuit-open"
+	})
+	act("breakers/close", `{"key":"`+sharedHost+`"}`)
+	seen("the closed breaker", func() bool { return callT(t, b, "GET", "/f/live").status == http.StatusOK })
+	act("breakers/override", `{"key":"`+sharedHost+`","params":"window=30s"}`)
+	seen("the override", func() bool {
+		r := send(t, b, "GET", "/f/_weir/api/state", map[string]string{"Authorization": "Bearer " + adminTestToken})
+		return strings.Contains(r.body, `{"name":"window","value":"30s","override":true}`)
+	})
+}
