@@ -60,6 +60,9 @@ var labelFields = []labelField{
 	{"missRate.ratio", func(c *Config, v string) { c.MissRate.Ratio = v }},
 	{"missRate.throttle", func(c *Config, v string) { c.MissRate.Throttle = v }},
 	{"limiter.maxQueuePerPartition", func(c *Config, v string) { c.Limiter.MaxQueuePerPartition = v }},
+	{"admin.path", func(c *Config, v string) { c.Admin.Path = v }},
+	{"admin.token", func(c *Config, v string) { c.Admin.Token = v }},
+	{"log.format", func(c *Config, v string) { c.Log.Format = v }},
 }
 
 // configSeed sets two fields (chosen by index, modulo the table) and key.queryDrop.

@@ -22,13 +22,23 @@ var otherFields = []labelField{
 	{"store.nearCache", func(c *Config, v string) { c.Store.NearCache = v }},
 }
 
-// queryDropKey is the one list of Weir's section.
-const queryDropKey = "key.queryDrop"
+// listField is a list of Weir's section, and how to set it.
+type listField struct {
+	name string
+	set  func(c *Config, list []string)
+}
+
+// listFields are the lists of Weir's section.
+var listFields = []listField{
+	{"key.queryDrop", func(c *Config, list []string) { c.Key.QueryDrop = list }},
+	{"breaker.overrides", func(c *Config, list []string) { c.Breaker.Overrides = list }},
+	{"admin.allow", func(c *Config, list []string) { c.Admin.Allow = list }},
+}
 
 // decodeConfig decodes Weir's section of a middleware, as Traefik hands it over, into a
 // Config from CreateConfig, as Traefik does: keys matched without regard to case, values
-// strings, and for key.queryDrop a list, into which a label's comma-separated string is
-// split. It returns the keys it set, as labelFields and otherFields name them. An unknown
+// strings, and for the lists (listFields) a list, into which a label's comma-separated string
+// is split. It returns the keys it set, as labelFields and otherFields name them. An unknown
 // key, or a value of the wrong kind, is an error naming it: Traefik would ignore the key,
 // but a fixture that misspells one must fail.
 func decodeConfig(section map[string]interface{}) (*Config, []string, error) {
@@ -41,13 +51,13 @@ func decodeConfig(section map[string]interface{}) (*Config, []string, error) {
 		}
 		for key, value := range keys {
 			name := sec + "." + key
-			if strings.EqualFold(name, queryDropKey) {
+			if lf, ok := findList(name); ok {
 				list, err := stringList(value)
 				if err != nil {
 					return nil, nil, fmt.Errorf("%s: %w", name, err)
 				}
-				c.Key.QueryDrop = list
-				set = append(set, queryDropKey)
+				lf.set(c, list)
+				set = append(set, lf.name)
 				continue
 			}
 			f, ok := findField(name)
@@ -63,6 +73,16 @@ func decodeConfig(section map[string]interface{}) (*Config, []string, error) {
 		}
 	}
 	return c, set, nil
+}
+
+// findList is the list field called name, without regard to case.
+func findList(name string) (listField, bool) {
+	for _, lf := range listFields {
+		if strings.EqualFold(lf.name, name) {
+			return lf, true
+		}
+	}
+	return listField{}, false
 }
 
 // findField is the field called name, without regard to case.
@@ -144,11 +164,16 @@ func TestDynamicFixtures(t *testing.T) {
 			for _, k := range set {
 				given[k] = true
 			}
-			for _, fields := range [][]labelField{labelFields, otherFields, {{name: queryDropKey}}} {
+			for _, fields := range [][]labelField{labelFields, otherFields} {
 				for _, f := range fields {
 					if !given[f.name] && f.name != "store.url" {
 						t.Errorf("%s: %s is not given", file, f.name)
 					}
+				}
+			}
+			for _, lf := range listFields {
+				if !given[lf.name] {
+					t.Errorf("%s: %s is not given", file, lf.name)
 				}
 			}
 		}
