@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/missrate"
 )
 
@@ -149,6 +150,9 @@ func (o operator) limiterView() admin.Limiter {
 		MaxQueue:      o.s.Limiter.MaxQueue,
 		Uploads:       stats.Upload.InFlight,
 		MaxUpload:     stats.Upload.Size,
+	}
+	if v.MaxQueue <= 0 {
+		v.MaxQueue = limit.DefaultMaxQueue
 	}
 	hosts := make(map[string]*admin.Occupant)
 	for i, p := range l.Busiest(-1) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/weirproxy/weir/core/admin"
+	"github.com/weirproxy/weir/core/limit"
 )
 
 const adminToken = "operator-token"
@@ -106,7 +107,7 @@ func TestAdminState(t *testing.T) {
 	if len(st.Breakers) != 1 || st.Breakers[0].Key != "api.example.com" || st.Breakers[0].State != "open" {
 		t.Fatalf("breakers %+v, want api.example.com open", st.Breakers)
 	}
-	if st.Store.Kind != "memory" || st.Limiter.MaxConcurrent == 0 {
+	if st.Store.Kind != "memory" || st.Limiter.MaxConcurrent == 0 || st.Limiter.MaxQueue != limit.DefaultMaxQueue {
 		t.Errorf("store %+v limiter %+v, want memory and the limiter's size", st.Store, st.Limiter)
 	}
 	wantCode(t, "close", adminDo(t, h, "POST", "http://api.example.com/_weir/api/breakers/close", `{"key":"api.example.com"}`, adminToken), 200)
