@@ -22,8 +22,9 @@ import (
 // deadline has passed.
 
 const (
-	// fleetEvery is how often an instance reads the control record.
-	fleetEvery = time.Second
+	// fleetEvery is how often an instance reads the control record: twice within the second
+	// in which an action must reach every instance, so that a slow read still makes it.
+	fleetEvery = 500 * time.Millisecond
 	// fleetTimeout bounds one read or write of the control record.
 	fleetTimeout = 2 * time.Second
 	// fleetActionsKept bounds the opens and closes the record keeps.

@@ -133,8 +133,8 @@ func sendBody(t *testing.T, tr *Traefik, method, path string, header map[string]
 }
 
 // TestAdminFleet: with a shared store, a breaker opened, closed or tuned through one
-// Traefik's admin reaches the other Traefik within about a second (each reads the
-// operators' control record once a second).
+// Traefik's admin reaches the other Traefik within a second (each reads the
+// operators' control record every half second).
 func TestAdminFleet(t *testing.T) {
 	requireE2ERedis(t)
 	rd := startRedis(t, 0)
