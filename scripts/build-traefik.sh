@@ -17,6 +17,15 @@ if [ -x "$bin" ]; then
 fi
 
 mkdir -p "$cache"
+# One build at a time: a second caller waits for the first and takes its binary.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$cache/.build-$version.lock"
+  flock 9
+  if [ -x "$bin" ]; then
+    echo "$bin"
+    exit 0
+  fi
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
