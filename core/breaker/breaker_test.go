@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/await"
 )
 
 func TestOpensOnMinRequestsAndRatio(t *testing.T) {
@@ -380,7 +382,7 @@ func TestConcurrentUse(t *testing.T) {
 			}
 		}(g)
 	}
-	waitAll(t, &wg, "concurrent Allow and Record")
+	await.Group(t, &wg, 10*time.Second, "concurrent Allow and Record")
 }
 
 func TestAllowOnClosedBreakerDoesNotAllocate(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/await"
 )
 
 // record sends one fetch through b at now, asking Quiet first as the store guard does, and
@@ -175,7 +177,7 @@ func TestQuietConcurrentUse(t *testing.T) {
 			}
 		}(g)
 	}
-	waitAll(t, &wg, "concurrent Quiet, Allow and Record")
+	await.Group(t, &wg, 10*time.Second, "concurrent Quiet, Allow and Record")
 	end := t0.Add(time.Hour)
 	if st := b.Status(end); st.State == StateClosed && (st.Failures == 0) != (Quiet(b) != 0) {
 		t.Errorf("closed with %d failures counted, Quiet() = %d; want quiet exactly when none", st.Failures, Quiet(b))

@@ -3,7 +3,6 @@ package breaker
 import (
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -69,19 +68,4 @@ func near(got, want time.Duration) bool {
 func interpreted() bool {
 	_, file, _, ok := runtime.Caller(0)
 	return !ok || !strings.HasSuffix(file, "helpers_test.go")
-}
-
-// waitAll waits for wg's goroutines, and fails the test if what they do hangs.
-func waitAll(t *testing.T, wg *sync.WaitGroup, what string) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s hang", what)
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/await"
 )
 
 func TestOverrideValidate(t *testing.T) {
@@ -291,5 +293,5 @@ func TestOverrideWhileRecording(t *testing.T) {
 		}
 	}()
 	close(start)
-	waitAll(t, &wg, "overrides while recording")
+	await.Group(t, &wg, 10*time.Second, "overrides while recording")
 }

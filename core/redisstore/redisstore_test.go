@@ -155,6 +155,30 @@ func TestKeyPrefix(t *testing.T) {
 	}
 }
 
+// setAndGet sets an entry at "k" and reads it back. With wantErr it wants Set to fail with an
+// error holding wantErr and reports false; otherwise it wants the entry back as it was set.
+func setAndGet(t *testing.T, st *Store, wantErr string) bool {
+	t.Helper()
+	ctx := testCtx(t)
+	e := sampleEntry(time.Now())
+	err := st.Set(ctx, "k", e)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("Set: err = %v, want one containing %q", err, wantErr)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	got, err := st.Get(ctx, "k")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	sameEntry(t, got, e)
+	return true
+}
+
 func TestAuthAndDatabase(t *testing.T) {
 	tests := []struct {
 		desc    string
@@ -204,23 +228,9 @@ func TestAuthAndDatabase(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			srv := redistest.Start(t, tc.cfg)
 			st := newStore(t, Settings{URL: fmt.Sprintf(tc.url, srv.Addr)})
-			ctx := testCtx(t)
-			e := sampleEntry(time.Now())
-			err := st.Set(ctx, "k", e)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Set: err = %v, want one containing %q", err, tc.wantErr)
-				}
+			if !setAndGet(t, st, tc.wantErr) {
 				return
 			}
-			if err != nil {
-				t.Fatalf("Set: %v", err)
-			}
-			got, err := st.Get(ctx, "k")
-			if err != nil {
-				t.Fatalf("Get: %v", err)
-			}
-			sameEntry(t, got, e)
 			db := "0"
 			if i := strings.LastIndex(tc.url, "/"); i > len("redis://") {
 				db = tc.url[i+1:]
@@ -250,23 +260,7 @@ func TestTLS(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			st := newStore(t, Settings{URL: tc.url, Timeout: time.Second})
-			ctx := testCtx(t)
-			e := sampleEntry(time.Now())
-			err := st.Set(ctx, "k", e)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Set: err = %v, want one containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Set: %v", err)
-			}
-			got, err := st.Get(ctx, "k")
-			if err != nil {
-				t.Fatalf("Get: %v", err)
-			}
-			sameEntry(t, got, e)
+			setAndGet(t, st, tc.wantErr)
 		})
 	}
 }
