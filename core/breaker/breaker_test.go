@@ -1,7 +1,6 @@
 package breaker
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -363,26 +362,20 @@ func TestOnTripRunsOutsideTheLock(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	b := newTestBreaker(t, Settings{MinRequests: 5})
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < 200; i++ {
-				now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
-				p := b.Allow(now)
-				switch {
-				case !p.Allowed:
-				case (g+i)%5 == 0:
-					b.Release(p, now)
-				default:
-					b.Record(p, 503, (g+i)%2 == 0, now)
-				}
-				b.Status(now)
+	await.Goroutines(t, 8, 10*time.Second, "concurrent Allow and Record", func(g int) {
+		for i := 0; i < 200; i++ {
+			now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+			p := b.Allow(now)
+			switch {
+			case !p.Allowed:
+			case (g+i)%5 == 0:
+				b.Release(p, now)
+			default:
+				b.Record(p, 503, (g+i)%2 == 0, now)
 			}
-		}(g)
-	}
-	await.Group(t, &wg, 10*time.Second, "concurrent Allow and Record")
+			b.Status(now)
+		}
+	})
 }
 
 func TestAllowOnClosedBreakerDoesNotAllocate(t *testing.T) {

@@ -1,7 +1,6 @@
 package breaker
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -154,30 +153,24 @@ func TestQuiet(t *testing.T) {
 // settles, a closed breaker is quiet exactly when it counts no failure.
 func TestQuietConcurrentUse(t *testing.T) {
 	b := newTestBreaker(t, Settings{ConsecutiveFailures: 4, ProbeTimeout: time.Nanosecond})
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < 300; i++ {
-				now := t0.Add(time.Duration(i) * time.Second)
-				p := QuietPermit(Quiet(b))
-				if !p.Allowed {
-					p = b.Allow(now)
-				}
-				failed := (g+i)%3 != 0
-				switch {
-				case !p.Allowed:
-				case !failed && Quiet(b) != 0:
-				case (g+i)%7 == 0:
-					b.Release(p, now)
-				default:
-					b.Record(p, 503, failed, now)
-				}
+	await.Goroutines(t, 8, 10*time.Second, "concurrent Quiet, Allow and Record", func(g int) {
+		for i := 0; i < 300; i++ {
+			now := t0.Add(time.Duration(i) * time.Second)
+			p := QuietPermit(Quiet(b))
+			if !p.Allowed {
+				p = b.Allow(now)
 			}
-		}(g)
-	}
-	await.Group(t, &wg, 10*time.Second, "concurrent Quiet, Allow and Record")
+			failed := (g+i)%3 != 0
+			switch {
+			case !p.Allowed:
+			case !failed && Quiet(b) != 0:
+			case (g+i)%7 == 0:
+				b.Release(p, now)
+			default:
+				b.Record(p, 503, failed, now)
+			}
+		}
+	})
 	end := t0.Add(time.Hour)
 	if st := b.Status(end); st.State == StateClosed && (st.Failures == 0) != (Quiet(b) != 0) {
 		t.Errorf("closed with %d failures counted, Quiet() = %d; want quiet exactly when none", st.Failures, Quiet(b))

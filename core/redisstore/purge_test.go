@@ -359,11 +359,7 @@ func BenchmarkSetVariant(b *testing.B) {
 
 func benchmarkSet(b *testing.B, tags []string, key string) {
 	srv := redistest.Start(b, redistest.Config{})
-	st, err := New(Settings{URL: "redis://" + srv.Addr})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := newStore(b, Settings{URL: "redis://" + srv.Addr})
 	e := sampleEntry(time.Now())
 	e.Tags = tags
 	ctx := context.Background()

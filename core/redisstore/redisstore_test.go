@@ -20,7 +20,7 @@ import (
 // callWait bounds the calls of tests that expect them to succeed.
 const callWait = 5 * time.Second
 
-func newStore(t *testing.T, s Settings) *Store {
+func newStore(t testing.TB, s Settings) *Store {
 	t.Helper()
 	st, err := New(s)
 	if err != nil {
@@ -650,11 +650,7 @@ func TestGuarded(t *testing.T) {
 
 func BenchmarkGetHit(b *testing.B) {
 	srv := redistest.Start(b, redistest.Config{})
-	st, err := New(Settings{URL: "redis://" + srv.Addr})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := newStore(b, Settings{URL: "redis://" + srv.Addr})
 	ctx := context.Background()
 	if err := st.Set(ctx, "k", sampleEntry(time.Now())); err != nil {
 		b.Fatal(err)
@@ -667,19 +663,7 @@ func BenchmarkGetHit(b *testing.B) {
 	}
 }
 
+// BenchmarkSet measures a Set of an entry without tags.
 func BenchmarkSet(b *testing.B) {
-	srv := redistest.Start(b, redistest.Config{})
-	st, err := New(Settings{URL: "redis://" + srv.Addr})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
-	e := sampleEntry(time.Now())
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := st.Set(ctx, "k", e); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkSet(b, nil, "k")
 }

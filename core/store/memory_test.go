@@ -7,9 +7,10 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/await"
 )
 
 // memEntry returns an entry whose Size is exactly size bytes (at least the fixed overhead).
@@ -261,33 +262,27 @@ func TestMemoryConcurrentUse(t *testing.T) {
 	e := tagged(time.Now(), []string{"even", "all"})
 	odd := tagged(time.Now(), []string{"odd", "all"})
 	m := NewMemory(MemorySettings{MaxSize: 30 * memCost("http://h/00\x00v0", e)})
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < 300; i++ {
-				k := "http://h/" + strconv.Itoa((g*7+i)%40)
-				switch i % 7 {
-				case 0:
-					m.Set(ctx, k, e)
-				case 1:
-					m.Set(ctx, k+"\x00v"+strconv.Itoa(i%3), odd)
-				case 2:
-					Lookup(m, k)
-				case 3:
-					m.Delete(ctx, k)
-				case 4:
-					m.PurgeKey(ctx, k)
-				case 5:
-					m.PurgeTag(ctx, []string{"even", "odd", "all"}[i%3])
-				default:
-					m.PurgePrefix(ctx, k)
-				}
+	await.Goroutines(t, 8, 10*time.Second, "concurrent Set, Lookup, Delete and purges", func(g int) {
+		for i := 0; i < 300; i++ {
+			k := "http://h/" + strconv.Itoa((g*7+i)%40)
+			switch i % 7 {
+			case 0:
+				m.Set(ctx, k, e)
+			case 1:
+				m.Set(ctx, k+"\x00v"+strconv.Itoa(i%3), odd)
+			case 2:
+				Lookup(m, k)
+			case 3:
+				m.Delete(ctx, k)
+			case 4:
+				m.PurgeKey(ctx, k)
+			case 5:
+				m.PurgeTag(ctx, []string{"even", "odd", "all"}[i%3])
+			default:
+				m.PurgePrefix(ctx, k)
 			}
-		}(g)
-	}
-	wg.Wait()
+		}
+	})
 	checkIndex(t, m)
 	n, b := m.Len()
 	m.mu.Lock()

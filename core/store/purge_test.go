@@ -232,14 +232,21 @@ func TestValidTag(t *testing.T) {
 	}
 }
 
-// A purge of a tag drops every entry carrying it, whatever else it carries.
-func ExampleMemory_PurgeTag() {
-	ctx := context.Background()
+// shopMemory holds two product pages tagged with their product and "products", and a home
+// page without tags.
+func shopMemory(ctx context.Context) *Memory {
 	m := NewMemory(MemorySettings{})
 	now := time.Now()
 	m.Set(ctx, "http://shop/p/1", &Entry{Status: 200, KeepUntil: now.Add(time.Hour), Tags: []string{"product-1", "products"}})
 	m.Set(ctx, "http://shop/p/2", &Entry{Status: 200, KeepUntil: now.Add(time.Hour), Tags: []string{"product-2", "products"}})
 	m.Set(ctx, "http://shop/", &Entry{Status: 200, KeepUntil: now.Add(time.Hour)})
+	return m
+}
+
+// A purge of a tag drops every entry carrying it, whatever else it carries.
+func ExampleMemory_PurgeTag() {
+	ctx := context.Background()
+	m := shopMemory(ctx)
 	fmt.Println(m.PurgeTag(ctx, "product-1"))
 	fmt.Println(m.PurgeTag(ctx, "products"))
 	fmt.Println(Lookup(m, "http://shop/") != nil)
@@ -252,11 +259,7 @@ func ExampleMemory_PurgeTag() {
 // TestExampleMemoryPurgeTag asserts what ExampleMemory_PurgeTag shows, for yaegi test.
 func TestExampleMemoryPurgeTag(t *testing.T) {
 	ctx := context.Background()
-	m := NewMemory(MemorySettings{})
-	now := time.Now()
-	m.Set(ctx, "http://shop/p/1", &Entry{Status: 200, KeepUntil: now.Add(time.Hour), Tags: []string{"product-1", "products"}})
-	m.Set(ctx, "http://shop/p/2", &Entry{Status: 200, KeepUntil: now.Add(time.Hour), Tags: []string{"product-2", "products"}})
-	m.Set(ctx, "http://shop/", &Entry{Status: 200, KeepUntil: now.Add(time.Hour)})
+	m := shopMemory(ctx)
 	if n, err := m.PurgeTag(ctx, "product-1"); n != 1 || err != nil {
 		t.Errorf("PurgeTag(product-1) = %d, %v; want 1, nil", n, err)
 	}
