@@ -174,12 +174,19 @@ func TestTripIsIdempotent(t *testing.T) {
 	}
 }
 
+// lateAndProbe returns a breaker tripped at t0 with a permit taken before the trip, whose
+// result comes late, and the probe's permit taken five seconds after it.
+func lateAndProbe(t *testing.T) (b *Breaker, late, probe Permit) {
+	t.Helper()
+	b = newTestBreaker(t, Settings{})
+	late = b.Allow(t0)
+	tripAt(t, b, t0)
+	return b, late, b.Allow(t0.Add(5 * time.Second))
+}
+
 func TestLateResultsAreIgnored(t *testing.T) {
 	t.Run("late failure after close", func(t *testing.T) {
-		b := newTestBreaker(t, Settings{})
-		late := b.Allow(t0)
-		tripAt(t, b, t0)
-		probe := b.Allow(t0.Add(5 * time.Second))
+		b, late, probe := lateAndProbe(t)
 		b.Record(probe, 200, false, t0.Add(5*time.Second))
 		b.Record(late, 503, true, t0.Add(6*time.Second))
 		if st := b.Status(t0.Add(6 * time.Second)); st.Failures != 0 {
@@ -187,10 +194,7 @@ func TestLateResultsAreIgnored(t *testing.T) {
 		}
 	})
 	t.Run("late success while half-open", func(t *testing.T) {
-		b := newTestBreaker(t, Settings{})
-		late := b.Allow(t0)
-		tripAt(t, b, t0)
-		probe := b.Allow(t0.Add(5 * time.Second))
+		b, late, probe := lateAndProbe(t)
 		b.Record(late, 200, false, t0.Add(6*time.Second))
 		wantState(t, b, t0.Add(6*time.Second), StateHalfOpen)
 		b.Record(probe, 503, true, t0.Add(6*time.Second))

@@ -69,3 +69,22 @@ func interpreted() bool {
 	_, file, _, ok := runtime.Caller(0)
 	return !ok || !strings.HasSuffix(file, "helpers_test.go")
 }
+
+// checkSeeds runs check on each of a fuzz test's seeds, for where fuzzing does not run
+// (yaegi test runs no fuzz test).
+func checkSeeds(t *testing.T, seeds []string, check func(t *testing.T, s string)) {
+	t.Helper()
+	for _, s := range seeds {
+		check(t, s)
+	}
+}
+
+// fuzzStrings fuzzes check from seeds.
+func fuzzStrings(f *testing.F, seeds []string, check func(t *testing.T, s string)) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		check(t, s)
+	})
+}

@@ -160,18 +160,11 @@ var overrideSeeds = []string{
 }
 
 func TestParseOverrideSeeds(t *testing.T) {
-	for _, s := range overrideSeeds {
-		checkParseOverride(t, s)
-	}
+	checkSeeds(t, overrideSeeds, checkParseOverride)
 }
 
 func FuzzParseOverride(f *testing.F) {
-	for _, s := range overrideSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		checkParseOverride(t, s)
-	})
+	fuzzStrings(f, overrideSeeds, checkParseOverride)
 }
 
 // checkParseOverride checks what holds for any entry: an error wraps ErrInvalidSetting and

@@ -72,16 +72,9 @@ func checkScopeKey(t *testing.T, host string) {
 }
 
 func TestScopeKeySeeds(t *testing.T) {
-	for _, h := range scopeKeySeeds {
-		checkScopeKey(t, h)
-	}
+	checkSeeds(t, scopeKeySeeds, checkScopeKey)
 }
 
 func FuzzScopeKey(f *testing.F) {
-	for _, h := range scopeKeySeeds {
-		f.Add(h)
-	}
-	f.Fuzz(func(t *testing.T, host string) {
-		checkScopeKey(t, host)
-	})
+	fuzzStrings(f, scopeKeySeeds, checkScopeKey)
 }
