@@ -93,20 +93,18 @@ func BenchmarkHistogramObserve(b *testing.B) {
 
 // BenchmarkHistogramObserveFunc is the function, ObserveDuration(h, d).
 func BenchmarkHistogramObserveFunc(b *testing.B) {
-	h := testHistogram(b)
-	const d = 200 * time.Millisecond
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		ObserveDuration(h, d)
-	}
+	benchmarkObserveDuration(b, 200*time.Millisecond)
 }
 
 // BenchmarkHistogramObserveFast is ObserveDuration(h, d) with a duration in the first bucket,
 // as a hit served from memory takes.
 func BenchmarkHistogramObserveFast(b *testing.B) {
+	benchmarkObserveDuration(b, 300*time.Microsecond)
+}
+
+// benchmarkObserveDuration is ObserveDuration(h, d) on a fresh histogram.
+func benchmarkObserveDuration(b *testing.B, d time.Duration) {
 	h := testHistogram(b)
-	const d = 300 * time.Microsecond
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

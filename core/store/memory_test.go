@@ -53,9 +53,7 @@ func TestMemorySetGetDelete(t *testing.T) {
 	if got, err := m.Get(ctx, "a"); got != nil || err != nil {
 		t.Fatalf("Get on empty store = %v, %v; want nil, nil", got, err)
 	}
-	if err := m.Set(ctx, "a", e); err != nil {
-		t.Fatalf("Set: %v", err)
-	}
+	mustSet(t, m, "a", e)
 	if got, err := m.Get(ctx, "a"); got != e || err != nil {
 		t.Errorf("Get = %p, %v; want %p, nil", got, err, e)
 	}
@@ -77,7 +75,6 @@ func TestMemorySetGetDelete(t *testing.T) {
 }
 
 func TestMemoryReplaceAccountsBytes(t *testing.T) {
-	ctx := context.Background()
 	m := NewMemory(MemorySettings{MaxSize: 10000, MaxEntrySize: 5000})
 	small, big := memEntry(300), memEntry(2000)
 	tests := []struct {
@@ -90,9 +87,7 @@ func TestMemoryReplaceAccountsBytes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			if err := m.Set(ctx, "k", tc.e); err != nil {
-				t.Fatalf("Set: %v", err)
-			}
+			mustSet(t, m, "k", tc.e)
 			if got := Lookup(m, "k"); got != tc.e {
 				t.Errorf("Lookup returned another entry than the last one set")
 			}
@@ -112,15 +107,11 @@ func TestMemoryEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 	// Room for three entries, not four.
 	m := NewMemory(MemorySettings{MaxSize: 3*cost + cost/2, MaxEntrySize: cost * 3})
 	for i := 0; i < 3; i++ {
-		if err := m.Set(ctx, "k"+strconv.Itoa(i), e); err != nil {
-			t.Fatalf("Set: %v", err)
-		}
+		mustSet(t, m, "k"+strconv.Itoa(i), e)
 	}
 	// k0 is used again: k1 is now the least recently used.
 	Lookup(m, "k0")
-	if err := m.Set(ctx, "k3", e); err != nil {
-		t.Fatalf("Set: %v", err)
-	}
+	mustSet(t, m, "k3", e)
 	wantKeys(t, m, []string{"k0", "k2", "k3"}, []string{"k1"})
 	if n, b := m.Len(); n != 3 || b != 3*cost {
 		t.Errorf("Len = %d, %d; want 3, %d", n, b, 3*cost)
@@ -130,16 +121,12 @@ func TestMemoryEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 	// already spent.
 	m.Get(ctx, "k2")
 	Lookup(m, "k3")
-	if err := m.Set(ctx, "k4", e); err != nil {
-		t.Fatalf("Set: %v", err)
-	}
+	mustSet(t, m, "k4", e)
 	wantKeys(t, m, []string{"k2", "k3", "k4"}, []string{"k0"})
 
 	// A big entry evicts as many as it needs, and is itself kept.
 	big := memEntry(int(2 * cost))
-	if err := m.Set(ctx, "big", big); err != nil {
-		t.Fatalf("Set big: %v", err)
-	}
+	mustSet(t, m, "big", big)
 	wantKeys(t, m, []string{"big"}, nil)
 	if n, b := m.Len(); n != 2 || b > m.maxSize {
 		t.Errorf("Len = %d, %d; want 2 entries within the budget %d", n, b, m.maxSize)
@@ -159,9 +146,7 @@ func TestMemoryKeepsTheEntryJustSet(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		Lookup(m, "k"+strconv.Itoa(i))
 	}
-	if err := m.Set(ctx, "k3", memEntry(1000)); err != nil {
-		t.Fatalf("Set: %v", err)
-	}
+	mustSet(t, m, "k3", memEntry(1000))
 	if Lookup(m, "k3") == nil {
 		t.Error("Set succeeded but the entry was evicted at once")
 	}
@@ -429,5 +414,13 @@ func BenchmarkMemorySet(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		m.Set(ctx, names[i%keys], e)
+	}
+}
+
+// mustSet sets key to e in m, failing the test if Set fails.
+func mustSet(t *testing.T, m *Memory, key string, e *Entry) {
+	t.Helper()
+	if err := m.Set(context.Background(), key, e); err != nil {
+		t.Fatalf("Set(%q): %v", key, err)
 	}
 }
