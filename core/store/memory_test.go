@@ -128,9 +128,7 @@ func TestMemoryEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 	big := memEntry(int(2 * cost))
 	mustSet(t, m, "big", big)
 	wantKeys(t, m, []string{"big"}, nil)
-	if n, b := m.Len(); n != 2 || b > m.maxSize {
-		t.Errorf("Len = %d, %d; want 2 entries within the budget %d", n, b, m.maxSize)
-	}
+	wantWithinBudget(t, m, 2)
 }
 
 // An entry just set is never the one evicted to make room for it, even when every other
@@ -150,9 +148,7 @@ func TestMemoryKeepsTheEntryJustSet(t *testing.T) {
 	if Lookup(m, "k3") == nil {
 		t.Error("Set succeeded but the entry was evicted at once")
 	}
-	if n, b := m.Len(); n != 3 || b > m.maxSize {
-		t.Errorf("Len = %d, %d; want 3 entries within %d bytes", n, b, m.maxSize)
-	}
+	wantWithinBudget(t, m, 3)
 }
 
 // Replacing an entry counts as a use.
@@ -422,5 +418,13 @@ func mustSet(t *testing.T, m *Memory, key string, e *Entry) {
 	t.Helper()
 	if err := m.Set(context.Background(), key, e); err != nil {
 		t.Fatalf("Set(%q): %v", key, err)
+	}
+}
+
+// wantWithinBudget fails the test unless m holds n entries within its budget of bytes.
+func wantWithinBudget(t *testing.T, m *Memory, n int) {
+	t.Helper()
+	if got, b := m.Len(); got != n || b > m.maxSize {
+		t.Errorf("Len = %d, %d; want %d entries within the budget %d", got, b, n, m.maxSize)
 	}
 }
