@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/admin"
+	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/metrics"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
@@ -339,7 +341,31 @@ func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
 // and the client, and in Yaegi each of the proxy's calls into it (Header, WriteHeader,
 // Write) costs microseconds, on every pass-through request. The breaker's probe is the
 // exception (passProbe).
+//
+// The common case, every breaker closed and a foreground slot free at once, is enter and
+// leave written out: what enter does for a caller that records nothing, without its ticket,
+// its context or two interpreted calls' frames (docs/yaegi.md). Anything else takes
+// passGated, the gate in full.
 func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
+	if !breaker.AllClosed(h.e.breakers) {
+		passGated(h, w, r, part, cacheStatus)
+		return
+	}
+	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
+	if slot == nil {
+		passGated(h, w, r, part, cacheStatus)
+		return
+	}
+	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
+	defer limit.Return(slot)
+	atomic.AddInt64(h.passes, 1)
+	w.Header()["Cache-Status"] = cacheStatus
+	h.next.ServeHTTP(w, r)
+}
+
+// passGated is pass through the whole gate: a breaker that is not closed, or a slot that is
+// not free at once.
+func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
 	ctx := r.Context()
 	t, refused := enter(h, ctx, part, r.Host, r.ContentLength != 0, 0)
 	if t == nil {
