@@ -114,7 +114,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch m {
 	case "GET", "HEAD":
 	default:
-		h.serveOther(w, r)
+		serveOther(h, w, r)
 		return
 	}
 	// The key is looked up as the client sent it: scheme, host and RequestURI (origin form),
@@ -127,11 +127,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rh := r.Header
 	switch ru {
 	case "":
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	if ru[0] != '/' || rh["Upgrade"] != nil {
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	scheme := "http://"
@@ -142,7 +142,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Not `switch h.hot { case nil: }`: Yaegi never matches a nil pointer tag with case nil.
 	// Nor `var ent *store.Entry`: the type's name takes a frame slot of a whole Entry.
 	if h.hot == nil {
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	ent := store.Lookup(h.hot, key)
@@ -160,7 +160,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hit = true
 	}
 	if !hit {
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	// Integers and slices prepared when the entry was stored (store.Hot): no time.Time
@@ -172,7 +172,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if now >= hot.FreshNano || hot.Names == nil {
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	// A hit on a URL with a query is checked and told to the miss-rate detector, in a
@@ -182,7 +182,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "":
 	default:
 		if !queryHit(h, r, key, ru) {
-			h.serve(w, r)
+			serve(h, w, r)
 			return
 		}
 	}
@@ -225,7 +225,7 @@ func queryHit(h *Handler, r *http.Request, key, ru string) bool {
 // A function, not a method: in Yaegi a method call costs four times as much (docs/yaegi.md).
 func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, live bool) {
 	if !live {
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	// The partition is the key up to its query: httpcache.PartitionOf written out, since an
@@ -239,7 +239,7 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 
 // serve is the general path: any key, Vary, the client's validators and cache directives,
 // remote stores, misses.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+func serve(h *Handler, w http.ResponseWriter, r *http.Request) {
 	if adminRequest(h, w, r) {
 		return
 	}
