@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/admin"
+	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/metrics"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
@@ -61,6 +63,9 @@ type Handler struct {
 	// takes one selector to reach it (docs/yaegi.md).
 	hits   *int64
 	passes *int64
+	// notClosed is the engine's count of breakers not closed (breaker.NotClosed), which
+	// pass loads itself rather than calling breaker.AllClosed.
+	notClosed *int32
 }
 
 // New returns the handler of the middleware name in front of next, finding the engine that
@@ -91,6 +96,7 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		now:             s.Now,
 		hits:            &e.metrics.outcomes[outcomeHit].N,
 		passes:          &e.metrics.outcomes[outcomePass].N,
+		notClosed:       breaker.NotClosed(e.breakers),
 	}
 	if s.AdminPath != "" {
 		h.admin = newAdmin(e, s)
@@ -112,7 +118,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch m {
 	case "GET", "HEAD":
 	default:
-		h.serveOther(w, r)
+		serveOther(h, w, r)
 		return
 	}
 	// The key is looked up as the client sent it: scheme, host and RequestURI (origin form),
@@ -125,11 +131,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rh := r.Header
 	switch ru {
 	case "":
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	if ru[0] != '/' || rh["Upgrade"] != nil {
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	scheme := "http://"
@@ -140,7 +146,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Not `switch h.hot { case nil: }`: Yaegi never matches a nil pointer tag with case nil.
 	// Nor `var ent *store.Entry`: the type's name takes a frame slot of a whole Entry.
 	if h.hot == nil {
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	ent := store.Lookup(h.hot, key)
@@ -158,7 +164,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hit = true
 	}
 	if !hit {
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	// Integers and slices prepared when the entry was stored (store.Hot): no time.Time
@@ -166,11 +172,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hot := &ent.Hot
 	now := h.now().UnixNano()
 	if ent.Pass {
-		passMarked(h, w, r, key, now < hot.KeepNano)
+		passMarked(h, w, r, key, hot, now)
 		return
 	}
 	if now >= hot.FreshNano || hot.Names == nil {
-		h.serve(w, r)
+		serve(h, w, r)
 		return
 	}
 	// A hit on a URL with a query is checked and told to the miss-rate detector, in a
@@ -180,7 +186,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "":
 	default:
 		if !queryHit(h, r, key, ru) {
-			h.serve(w, r)
+			serve(h, w, r)
 			return
 		}
 	}
@@ -218,12 +224,14 @@ func queryHit(h *Handler, r *http.Request, key, ru string) bool {
 	return true
 }
 
-// passMarked answers a request whose key is marked hit-for-pass: through the general path
-// once the mark has expired (live false), else to the origin with the client's own writer.
-// A function, not a method: in Yaegi a method call costs four times as much (docs/yaegi.md).
-func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, live bool) {
-	if !live {
-		h.serve(w, r)
+// passMarked answers a request whose key is marked hit-for-pass (the mark's hot, read at
+// now in Unix nanoseconds): through the general path once the mark has expired, else to the
+// origin with the client's own writer. A function, not a method: in Yaegi a method call
+// costs four times as much (docs/yaegi.md). It reads the mark's end itself, so that the hit
+// path pays no slot for it.
+func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, hot *store.Hot, now int64) {
+	if now >= hot.KeepNano {
+		serve(h, w, r)
 		return
 	}
 	// The partition is the key up to its query: httpcache.PartitionOf written out, since an
@@ -237,7 +245,7 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 
 // serve is the general path: any key, Vary, the client's validators and cache directives,
 // remote stores, misses.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request) {
+func serve(h *Handler, w http.ResponseWriter, r *http.Request) {
 	if adminRequest(h, w, r) {
 		return
 	}
@@ -339,7 +347,34 @@ func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
 // and the client, and in Yaegi each of the proxy's calls into it (Header, WriteHeader,
 // Write) costs microseconds, on every pass-through request. The breaker's probe is the
 // exception (passProbe).
+//
+// The common case, every breaker closed and a foreground slot free at once, is enter and
+// leave written out: what enter does for a caller that records nothing, without its ticket,
+// its context or two interpreted calls' frames (docs/yaegi.md). Anything else takes
+// passGated, the gate in full.
 func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
+	// breaker.AllClosed written out, with a tagged switch, whose literal case takes no slot.
+	switch atomic.LoadInt32(h.notClosed) {
+	case 0:
+	default:
+		passGated(h, w, r, part, cacheStatus)
+		return
+	}
+	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
+	if slot == nil {
+		passGated(h, w, r, part, cacheStatus)
+		return
+	}
+	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
+	defer limit.Return(slot)
+	atomic.AddInt64(h.passes, 1)
+	w.Header()["Cache-Status"] = cacheStatus
+	h.next.ServeHTTP(w, r)
+}
+
+// passGated is pass through the whole gate: a breaker that is not closed, or a slot that is
+// not free at once.
+func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
 	ctx := r.Context()
 	t, refused := enter(h, ctx, part, r.Host, r.ContentLength != 0, 0)
 	if t == nil {

@@ -102,7 +102,7 @@ func TestQueryHitSameAsGeneralPath(t *testing.T) {
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)
 			general := httptest.NewRecorder()
-			h.serve(general, serverRequest(t, "GET", tc.target))
+			serve(h, general, serverRequest(t, "GET", tc.target))
 			wantAnswer(t, w, 200, "Weir; hit; ttl=55", tc.wantBody)
 			wantAnswer(t, general, 200, "Weir; hit; ttl=55", tc.wantBody)
 			if got, want := w.Header().Get("Age"), general.Header().Get("Age"); got != want {

@@ -18,7 +18,7 @@ import (
 // serveOther passes requests of other methods to the origin. A non-error answer to an
 // unsafe method invalidates the URI and the same-origin Location and Content-Location
 // (RFC 9111 section 4.4).
-func (h *Handler) serveOther(w http.ResponseWriter, r *http.Request) {
+func serveOther(h *Handler, w http.ResponseWriter, r *http.Request) {
 	if adminRequest(h, w, r) {
 		return
 	}

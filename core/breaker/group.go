@@ -105,6 +105,13 @@ func AllClosed(g *Group) bool {
 	return atomic.LoadInt32(g.notClosed) == 0
 }
 
+// NotClosed is the count that AllClosed reads, for a caller that loads it with
+// atomic.LoadInt32 itself: every breaker of g is closed while it reads zero. On the
+// pass-through path that saves an interpreted call per request (docs/yaegi.md).
+func NotClosed(g *Group) *int32 {
+	return g.notClosed
+}
+
 // Lookup returns the breaker for key without making one.
 func (g *Group) Lookup(key string) (*Breaker, bool) {
 	g.mu.Lock()

@@ -219,19 +219,14 @@ func Take(l *Limiter, partition, host string, upload bool) *Slot {
 		p = l.upload
 	}
 	p.mu.Lock()
+	if p.caps.perHost > 0 {
+		return takeCappedLocked(p, partition, host)
+	}
 	n := p.byPartition[partition]
 	if p.head != nil || p.inFlight >= p.caps.size || n >= p.caps.perPartition {
 		// Waiters come first: a request that finds others queued joins them.
 		p.mu.Unlock()
 		return nil
-	}
-	hostCounted := false
-	if p.caps.perHost > 0 {
-		if !takeHostLocked(p, host) {
-			p.mu.Unlock()
-			return nil
-		}
-		hostCounted = true
 	}
 	p.byPartition[partition] = n + 1
 	p.inFlight++
@@ -239,17 +234,20 @@ func Take(l *Limiter, partition, host string, upload bool) *Slot {
 		p.highWater = p.inFlight
 	}
 	p.mu.Unlock()
-	return &Slot{p: p, s: slot{partition: partition, host: host, hostCounted: hostCounted, state: stateHeld}}
+	return &Slot{p: p, s: slot{partition: partition, host: host, state: stateHeld}}
 }
 
-// takeHostLocked counts a slot for host unless the host is at its cap.
-func takeHostLocked(p *pool, host string) bool {
-	n := p.byHost[host]
-	if n >= p.caps.perHost {
-		return false
+// takeCappedLocked is Take with the host cap on: eligibleLocked and takeLocked, and it
+// unlocks p.
+func takeCappedLocked(p *pool, partition, host string) *Slot {
+	defer p.mu.Unlock()
+	if p.head != nil || !eligibleLocked(p, partition, host) {
+		// Waiters come first: a request that finds others queued joins them.
+		return nil
 	}
-	p.byHost[host] = n + 1
-	return true
+	sl := &Slot{p: p, s: slot{partition: partition, host: host}}
+	takeLocked(p, &sl.s)
+	return sl
 }
 
 // Wait returns once the request holds a slot, to give back with Return when the answer's body
