@@ -34,27 +34,31 @@ type operator struct {
 func newAdmin(e *engine, s Settings) *admin.Handler {
 	if e.hot != nil {
 		base := strings.TrimSuffix(s.AdminPath, "/")
-		e.hot.DeleteFunc(func(key string) bool { return admin.Under(base, pathOfKey(key)) })
+		e.hot.DeleteFunc(func(key string) bool {
+			_, path := splitKey(key)
+			return admin.Under(base, path)
+		})
 	}
 	access := s.AdminAccess
 	return admin.NewHandler(s.AdminPath, &access, operator{e: e, s: s}, s.Now)
 }
 
-// pathOfKey is the path of a cache key ("https://host/path?query", with a variant's suffix
-// after a NUL).
-func pathOfKey(key string) string {
+// splitKey is the host and the path of a cache key ("https://host/path?query", a variant's
+// suffix after a NUL) or of a partition ("https://host/path").
+func splitKey(key string) (host, path string) {
 	if i := strings.Index(key, "://"); i >= 0 {
 		key = key[i+3:]
 	}
 	i := strings.IndexByte(key, '/')
 	if i < 0 {
-		return ""
+		return key, ""
 	}
-	key = key[i:]
-	if j := strings.IndexAny(key, "?\x00"); j >= 0 {
-		key = key[:j]
+	host = key[:i]
+	path = key[i:]
+	if j := strings.IndexAny(path, "?\x00"); j >= 0 {
+		path = path[:j]
 	}
-	return key
+	return host, path
 }
 
 // adminRequest serves r from the admin when it is under admin.path, as sent or as decoded,
@@ -76,7 +80,7 @@ func adminRequest(h *Handler, w http.ResponseWriter, r *http.Request) bool {
 
 func (o operator) State(now time.Time) admin.State {
 	e := o.e
-	st := admin.State{Middleware: e.name, Time: now, Defaults: breakerParams(o.s.Breaker)}
+	st := admin.State{Middleware: e.name, Time: now, Defaults: breakerParams(e.breakers.Defaults(), breaker.Override{})}
 	for _, b := range e.breakers.Snapshot(now) {
 		st.Breakers = append(st.Breakers, breakerView(b, now))
 	}
@@ -97,47 +101,21 @@ func breakerView(b breaker.Status, now time.Time) admin.Breaker {
 		Requests:   b.OK + b.Failures,
 		Failures:   b.Failures,
 		Declared:   b.Declared,
-		Params: []admin.Param{
-			{Name: "window", Value: b.Window.String(), Override: b.Override.Window != 0},
-			{Name: "minRequests", Value: fmt.Sprint(b.MinRequests), Override: b.Override.MinRequests != 0},
-			{Name: "failureRatio", Value: fmt.Sprint(b.FailureRatio), Override: b.Override.FailureRatio != 0},
-			{Name: "openFor", Value: b.OpenFor.String(), Override: b.Override.OpenFor != 0},
-			{Name: "maxOpenFor", Value: b.MaxOpenFor.String(), Override: b.Override.MaxOpenFor != 0},
-		},
+		Params: breakerParams(breaker.Settings{Window: b.Window, MinRequests: b.MinRequests,
+			FailureRatio: b.FailureRatio, OpenFor: b.OpenFor, MaxOpenFor: b.MaxOpenFor}, b.Override),
 	}
 }
 
-// breakerParams lists the parameters an operator may override, as breaker.overrides
-// writes them.
-func breakerParams(s breaker.Settings) []admin.Param {
-	s = breakerDefaults(s)
+// breakerParams lists the parameters an operator may override, as breaker.overrides writes
+// them, each marked where o overrides it.
+func breakerParams(s breaker.Settings, o breaker.Override) []admin.Param {
 	return []admin.Param{
-		{Name: "window", Value: s.Window.String()},
-		{Name: "minRequests", Value: fmt.Sprint(s.MinRequests)},
-		{Name: "failureRatio", Value: fmt.Sprint(s.FailureRatio)},
-		{Name: "openFor", Value: s.OpenFor.String()},
-		{Name: "maxOpenFor", Value: s.MaxOpenFor.String()},
+		{Name: "window", Value: s.Window.String(), Override: o.Window != 0},
+		{Name: "minRequests", Value: fmt.Sprint(s.MinRequests), Override: o.MinRequests != 0},
+		{Name: "failureRatio", Value: fmt.Sprint(s.FailureRatio), Override: o.FailureRatio != 0},
+		{Name: "openFor", Value: s.OpenFor.String(), Override: o.OpenFor != 0},
+		{Name: "maxOpenFor", Value: s.MaxOpenFor.String(), Override: o.MaxOpenFor != 0},
 	}
-}
-
-// breakerDefaults fills the zero fields the breaker would.
-func breakerDefaults(s breaker.Settings) breaker.Settings {
-	if s.Window <= 0 {
-		s.Window = breaker.DefaultWindow
-	}
-	if s.MinRequests <= 0 {
-		s.MinRequests = breaker.DefaultMinRequests
-	}
-	if s.FailureRatio <= 0 {
-		s.FailureRatio = breaker.DefaultFailureRatio
-	}
-	if s.OpenFor <= 0 {
-		s.OpenFor = breaker.DefaultOpenFor
-	}
-	if s.MaxOpenFor <= 0 {
-		s.MaxOpenFor = breaker.DefaultMaxOpenFor
-	}
-	return s
 }
 
 func (o operator) limiterView() admin.Limiter {
@@ -159,7 +137,7 @@ func (o operator) limiterView() admin.Limiter {
 		if i < busiestShown {
 			v.Partitions = append(v.Partitions, admin.Occupant{Key: p.Partition, InFlight: p.InFlight, Queued: p.Queued})
 		}
-		host := hostOfPartition(p.Partition)
+		host, _ := splitKey(p.Partition)
 		h := hosts[host]
 		if h == nil {
 			h = &admin.Occupant{Key: host}
@@ -182,17 +160,6 @@ func (o operator) limiterView() admin.Limiter {
 		v.Hosts = v.Hosts[:busiestShown]
 	}
 	return v
-}
-
-// hostOfPartition is the host of a partition ("https://example.com/path").
-func hostOfPartition(p string) string {
-	if i := strings.Index(p, "://"); i >= 0 {
-		p = p[i+3:]
-	}
-	if i := strings.IndexByte(p, '/'); i >= 0 {
-		p = p[:i]
-	}
-	return p
 }
 
 func (o operator) storeView() admin.Store {

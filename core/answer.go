@@ -48,7 +48,8 @@ type answer struct {
 
 // write writes a.
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, a *answer) {
-	if o := outcomeOf(a, h.s.Now()); o >= 0 {
+	now := h.s.Now()
+	if o := outcomeOf(a, now); o >= 0 {
 		count(h.e.metrics.outcomes, o)
 	}
 	hdr := w.Header()
@@ -56,7 +57,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, a *answer) {
 		hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(a.retryAfter), 10)}
 	}
 	if a.ent != nil {
-		writeEntry(w, r, a, h.s.Now())
+		writeEntry(w, r, a, now)
 		return
 	}
 	if a.header != nil {

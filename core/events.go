@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/weirproxy/weir/core/events"
@@ -77,19 +78,8 @@ func anomalyEvent(log *events.Log, a *missrate.Anomaly) {
 		events.Dur("window", a.Window),
 	}
 	if len(a.Varying) > 0 {
-		fields = append(fields, events.Str("varying", joinComma(a.Varying)))
+		fields = append(fields, events.Str("varying", strings.Join(a.Varying, ",")))
 	}
 	fields = append(fields, events.Bool("throttled", a.Throttled))
 	log.Emit(events.MissRateAnomaly, fields...)
-}
-
-func joinComma(list []string) string {
-	out := ""
-	for i, s := range list {
-		if i > 0 {
-			out += ","
-		}
-		out += s
-	}
-	return out
 }

@@ -215,20 +215,16 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.E
 	case f.open > 0:
 		atomic.AddInt64(&h.e.metrics.shortCircuited.N, 1)
 		countShed(h.e, "circuit-open")
-		events.CountShed(h.e.events.summary(), "circuit-open")
 		h.heldBack(w, r, stale, cacheStatus, "circuit-open", f.open)
 	case f.throttled > 0:
 		countShed(h.e, "miss-rate")
-		events.CountShed(h.e.events.summary(), "miss-rate")
 		h.heldBack(w, r, stale, cacheStatus, "miss-rate", f.throttled)
 	case errors.Is(f.shed, limit.ErrContextDone):
 	case stale != nil && now.Before(stale.StaleIfErrorUntil):
 		countShed(h.e, limit.Detail(f.shed))
-		events.CountShed(h.e.events.summary(), limit.Detail(f.shed))
 		h.write(w, r, &answer{ent: stale, hit: true, detail: limit.Detail(f.shed)})
 	default:
 		countShed(h.e, limit.Detail(f.shed))
-		events.CountShed(h.e.events.summary(), limit.Detail(f.shed))
 		h.write(w, r, unavailable(cacheStatus, limit.Detail(f.shed), h.queueWait))
 	}
 }

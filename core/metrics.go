@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/metrics"
 )
@@ -123,6 +124,7 @@ func count(cs []*metrics.Counter, i int) {
 // countShed counts a request kept from the origin for reason, in the metrics and in the
 // shed line (core/events) alike.
 func countShed(e *engine, reason string) {
+	events.CountShed(e.events.summary(), reason)
 	i := len(shedReasons) - 1
 	for j, r := range shedReasons {
 		if r == reason {

@@ -132,6 +132,12 @@ func (g *Group) Observe(key string, openUntil, now time.Time) bool {
 	return g.Get(key, now).Observe(openUntil, now)
 }
 
+// Defaults returns the settings every key of the group has unless overridden, with the
+// defaults applied.
+func (g *Group) Defaults() Settings {
+	return g.s
+}
+
 // Len returns how many breakers the group holds.
 func (g *Group) Len() int {
 	g.mu.Lock()

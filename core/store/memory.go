@@ -244,13 +244,7 @@ func (m *Memory) PurgePrefix(_ context.Context, prefix string) (int, error) {
 		m.mu.Unlock()
 		return n, nil
 	}
-	n = 0
-	for k, it := range m.items {
-		if strings.HasPrefix(k, prefix) {
-			m.remove(it)
-			n++
-		}
-	}
+	n = removeWhereLocked(m, func(key string) bool { return strings.HasPrefix(key, prefix) })
 	m.mu.Unlock()
 	return n, nil
 }
@@ -259,15 +253,22 @@ func (m *Memory) PurgePrefix(_ context.Context, prefix string) (int, error) {
 // match is called with the store's lock held: it must be quick and call nothing of the
 // store's.
 func (m *Memory) DeleteFunc(match func(key string) bool) int {
-	n := 0
 	m.mu.Lock()
+	n := removeWhereLocked(m, match)
+	m.mu.Unlock()
+	return n
+}
+
+// removeWhereLocked removes every entry whose key match reports, and returns how many. It
+// must be called with mu held.
+func removeWhereLocked(m *Memory, match func(key string) bool) int {
+	n := 0
 	for key, it := range m.items {
 		if match(key) {
 			m.remove(it)
 			n++
 		}
 	}
-	m.mu.Unlock()
 	return n
 }
 
