@@ -79,6 +79,24 @@ const (
 	Recovered = 3
 )
 
+// Why a breaker opened on its own, as Status.TripReason says and the engine's event writes.
+const (
+	// ReasonFailureRatio: the window held MinRequests results and FailureRatio of them failed.
+	ReasonFailureRatio = "failure-ratio"
+	// ReasonSlowCalls: the window held MinRequests results and SlowCallRatio of them were
+	// slower than SlowCall.
+	ReasonSlowCalls = "slow-calls"
+	// ReasonConsecutiveFailures: ConsecutiveFailures failures in a row.
+	ReasonConsecutiveFailures = "consecutive-failures"
+	// ReasonRetryAfter: a failure came with the origin's own wait (RecordCall's retryAfter),
+	// which the breaker obeys at once, whatever the counts.
+	ReasonRetryAfter = "retry-after"
+	// ReasonProbeFailed: a probe failed.
+	ReasonProbeFailed = "probe-failed"
+	// ReasonProbeSlow: a probe succeeded, but slower than SlowCall.
+	ReasonProbeSlow = "probe-slow"
+)
+
 // Breaker is one circuit breaker. Its methods are safe for concurrent use and never block
 // beyond one short lock.
 type Breaker struct {
@@ -115,6 +133,11 @@ type Breaker struct {
 	// probing is set while a probe is out; probeUntil is when another may be let through.
 	probing    bool
 	probeUntil time.Time
+	// probeOK counts the probes that succeeded in a row since the breaker last opened; it
+	// closes when they reach Probes. probeAfter is when the next probe may go, after one
+	// succeeded: until then requests are refused.
+	probeOK    int
+	probeAfter time.Time
 	trips      uint64
 	win        window
 	// run is the failures in a row while closed, under ConsecutiveFailures.
@@ -125,9 +148,12 @@ type Breaker struct {
 	// lastFailure is the HTTP status of the last failure recorded; 0 for none, or for
 	// failures that carry no status.
 	lastFailure int
-	// tripOK and tripFailures are the window's counts when the ratio last tripped it, for the
-	// event that says why it opened.
-	tripOK, tripFailures int
+	// trip is the window's counts when a ratio last tripped it, for the event that says why
+	// it opened; tripReason why it last opened on its own (ReasonFailureRatio, ...), and
+	// tripRetryAfter the origin's wait it obeyed then, capped at MaxOpenFor (zero: none).
+	tripCounts     Counts
+	tripReason     string
+	tripRetryAfter time.Duration
 	// ov is the key's own override, already applied to s (setOverride): its non-zero fields
 	// stand in for the group's defaults.
 	ov Override
@@ -178,7 +204,8 @@ func QuietPermit(gen uint64) Permit {
 
 // Allow says whether a fetch may go to the origin now. A closed breaker allows every fetch;
 // an open one none (FR-CB-5); a half-open one exactly one probe, until its result comes back,
-// it is released, or ProbeTimeout passes (FR-CB-3).
+// it is released, or ProbeTimeout passes (FR-CB-3). With Probes above one, a probe's success
+// lets the next probe through ProbeInterval later, give or take Jitter; in between, none.
 //
 // On a closed breaker Allow takes one lock and allocates nothing.
 func (b *Breaker) Allow(now time.Time) Permit {
@@ -190,6 +217,11 @@ func (b *Breaker) Allow(now time.Time) Permit {
 	}
 	if now.Before(b.openUntil) {
 		wait := b.openUntil.Sub(now)
+		b.mu.Unlock()
+		return Permit{RetryAfter: wait}
+	}
+	if now.Before(b.probeAfter) {
+		wait := b.probeAfter.Sub(now)
 		b.mu.Unlock()
 		return Permit{RetryAfter: wait}
 	}
@@ -206,28 +238,43 @@ func (b *Breaker) Allow(now time.Time) Permit {
 	return Permit{Allowed: true, Probe: true, gen: gen}
 }
 
-// Record counts the result of a fetch that p allowed: failed says the origin failed by the
-// engine's rules, and status is the answer's HTTP status (0: none, as for a store's call),
-// kept as Status.LastFailure when failed, counted or not. With MinRequests results in the
-// window and at least FailureRatio of them failed, the breaker opens (FR-CB-2); under ConsecutiveFailures, with that many failures in
-// a row. A probe's success closes the breaker and clears the counts; its failure reopens it
-// for twice as long, up to MaxOpenFor (FR-CB-3, FR-CB-4). Results from before the breaker
-// last changed state are ignored.
+// Record is RecordCall for a result whose duration and Retry-After do not matter: no call is
+// slow, and no failure names the origin's wait.
+func (b *Breaker) Record(p Permit, status int, failed bool, now time.Time) int {
+	return b.RecordCall(p, status, failed, 0, 0, now)
+}
+
+// RecordCall counts the result of a fetch that p allowed: failed says the origin failed by
+// the engine's rules, status is the answer's HTTP status (0: none, as for a store's call),
+// kept as Status.LastFailure when failed, counted or not; took is how long the call took and
+// retryAfter the wait the origin asked for with a failure (its Retry-After; 0 for none).
 //
-// Record reports what the result changed (Unchanged, Tripped, Reopened, Recovered), so that
-// a caller may tell of a change once, outside the lock.
+// A failure with a retryAfter opens a closed breaker at once for at least that long, capped
+// at MaxOpenFor, and never for less than an ordinary trip: the origin said when to come back.
+// Otherwise, with MinRequests results in the window and at least FailureRatio of them failed
+// (FR-CB-2), or, with SlowCall set, at least SlowCallRatio of them slower than SlowCall,
+// successes or not, the breaker opens; under ConsecutiveFailures, with that many failures in
+// a row. A probe that succeeds in time closes the breaker once Probes have in a row, and
+// clears the counts; a probe that fails or is slow reopens it for twice as long, up to
+// MaxOpenFor (FR-CB-3, FR-CB-4), or for the origin's retryAfter if that is longer. Results
+// from before the breaker last changed state are ignored, so failures arriving together open
+// it once and failures while it is open neither extend it nor count.
 //
-// The status is an argument rather than a method of its own: Record runs after every origin
+// RecordCall reports what the result changed (Unchanged, Tripped, Reopened, Recovered), so
+// that a caller may tell of a change once, outside the lock.
+//
+// The status is an argument rather than a method of its own: it runs after every origin
 // fetch, and in Yaegi the argument costs 5 allocations a call (BenchmarkAllowRecord) where
 // another method call would cost microseconds; taking the probe's rule out to recordProbe
 // paid for it and more (220 allocations before, 213 after).
-func (b *Breaker) Record(p Permit, status int, failed bool, now time.Time) int {
+func (b *Breaker) RecordCall(p Permit, status int, failed bool, took, retryAfter time.Duration, now time.Time) int {
 	if !p.Allowed {
 		return Unchanged
 	}
+	slow := b.s.SlowCall > 0 && took > b.s.SlowCall
 	// Drawn before the lock: Rand is injected code and runs outside it.
 	r := 0.5
-	if failed {
+	if failed || slow || p.Probe {
 		r = b.s.Rand()
 	}
 	var until time.Time
@@ -241,7 +288,7 @@ func (b *Breaker) Record(p Permit, status int, failed bool, now time.Time) int {
 		return Unchanged
 	}
 	if p.Probe {
-		change, until = recordProbe(b, failed, now, r)
+		change, until = recordProbe(b, failed, slow, retryAfter, now, r)
 		if change != Reopened {
 			b.mu.Unlock()
 			return change
@@ -251,27 +298,31 @@ func (b *Breaker) Record(p Permit, status int, failed bool, now time.Time) int {
 			b.mu.Unlock()
 			return Unchanged
 		}
-		if b.s.ConsecutiveFailures > 0 {
+		if failed && retryAfter > 0 {
+			until = tripRetryAfter(b, now, b.s.OpenFor, retryAfter, r)
+		} else if b.s.ConsecutiveFailures > 0 {
 			if !countRun(b, failed) {
 				b.mu.Unlock()
 				return Unchanged
 			}
+			until = b.trip(now, b.s.OpenFor, r)
+			b.tripReason = ReasonConsecutiveFailures
 		} else {
-			addResult(&b.win, now, failed)
-			if !failed {
+			addResult(&b.win, now, failed, slow)
+			if !failed && !slow {
 				b.mu.Unlock()
 				return Unchanged
 			}
-			ok, failures := b.win.counts(now)
-			total := ok + failures
-			if total < b.s.MinRequests || float64(failures) < b.s.FailureRatio*float64(total) {
+			c := b.win.counts(now)
+			reason := tripRule(&b.s, c)
+			if reason == "" {
 				b.mu.Unlock()
 				return Unchanged
 			}
-			b.tripOK = ok
-			b.tripFailures = failures
+			b.tripCounts = c
+			until = b.trip(now, b.s.OpenFor, r)
+			b.tripReason = reason
 		}
-		until = b.trip(now, b.s.OpenFor, r)
 	}
 	b.mu.Unlock()
 	if b.s.OnTrip != nil {
@@ -280,16 +331,63 @@ func (b *Breaker) Record(p Permit, status int, failed bool, now time.Time) int {
 	return change
 }
 
-// recordProbe settles a probe's result, drawn at r for the jitter: a success closes the
-// breaker (Recovered), a failure opens it again for twice as long, up to MaxOpenFor
-// (Reopened, and the new deadline). b.mu must be held. A function of its own: one result in
-// many is a probe's, and in Yaegi its slots would otherwise cost every Record.
-func recordProbe(b *Breaker, failed bool, now time.Time, r float64) (int, time.Time) {
+// tripRule returns why counts c open a breaker on s, ReasonFailureRatio or ReasonSlowCalls,
+// or "" if they do not. The ratio rules read the counts alone, so that counts gathered
+// elsewhere (Counts.Add) are judged the same way.
+func tripRule(s *Settings, c Counts) string {
+	total := c.OK + c.Failures
+	if total < s.MinRequests || total == 0 {
+		return ""
+	}
+	if float64(c.Failures) >= s.FailureRatio*float64(total) {
+		return ReasonFailureRatio
+	}
+	if s.SlowCall > 0 && float64(c.Slow) >= s.SlowCallRatio*float64(total) {
+		return ReasonSlowCalls
+	}
+	return ""
+}
+
+// tripRetryAfter opens b for base, jittered, but at least until ra from now, the origin's
+// Retry-After capped at MaxOpenFor, and returns the deadline; the next failed probe doubles
+// the longer of the two. b.mu must be held. A function of its own: one result in many
+// carries a Retry-After.
+func tripRetryAfter(b *Breaker, now time.Time, base, ra time.Duration, r float64) time.Time {
+	if ra > b.s.MaxOpenFor {
+		ra = b.s.MaxOpenFor
+	}
+	if ra > base {
+		base = ra
+	}
+	until := b.trip(now, base, r)
+	if least := now.Add(ra); until.Before(least) {
+		b.openUntil = least
+		until = least
+	}
+	b.tripReason = ReasonRetryAfter
+	b.tripRetryAfter = ra
+	return until
+}
+
+// recordProbe settles a probe's result, drawn at r for the jitter: a success in time counts
+// towards Probes, and the last closes the breaker (Recovered) while the others space the
+// next probe by ProbeInterval (Unchanged); a failure, or a success slower than SlowCall,
+// opens it again for twice as long, up to MaxOpenFor, or for the origin's retryAfter when
+// that is longer (Reopened, and the new deadline). b.mu must be held. A function of its
+// own: one result in many is a probe's, and in Yaegi its slots would otherwise cost every
+// Record.
+func recordProbe(b *Breaker, failed, slow bool, retryAfter time.Duration, now time.Time, r float64) (int, time.Time) {
 	if !b.probing {
 		return Unchanged, time.Time{}
 	}
 	b.probing = false
-	if !failed {
+	if !failed && !slow {
+		b.probeOK++
+		if b.probeOK < b.s.Probes {
+			iv := time.Duration(float64(b.s.ProbeInterval) * (1 + b.s.Jitter*(2*clamp01(r)-1)))
+			b.probeAfter = now.Add(iv)
+			return Unchanged, time.Time{}
+		}
 		b.close()
 		return Recovered, time.Time{}
 	}
@@ -297,7 +395,15 @@ func recordProbe(b *Breaker, failed bool, now time.Time, r float64) (int, time.T
 	if next > b.s.MaxOpenFor {
 		next = b.s.MaxOpenFor
 	}
-	return Reopened, b.trip(now, next, r)
+	if failed && retryAfter > 0 {
+		return Reopened, tripRetryAfter(b, now, next, retryAfter, r)
+	}
+	until := b.trip(now, next, r)
+	b.tripReason = ReasonProbeFailed
+	if !failed {
+		b.tripReason = ReasonProbeSlow
+	}
+	return Reopened, until
 }
 
 // countRun counts a result under ConsecutiveFailures and reports whether the run of failures
@@ -450,6 +556,7 @@ func (b *Breaker) state(now time.Time) int {
 func (b *Breaker) trip(now time.Time, base time.Duration, r float64) time.Time {
 	b.openFor = base
 	b.trips++
+	b.tripRetryAfter = 0
 	b.open(now.Add(b.jittered(base, r)))
 	b.opener = OpenedAuto
 	return b.openUntil
@@ -464,6 +571,8 @@ func (b *Breaker) open(until time.Time) {
 	b.tripped = true
 	b.openUntil = until
 	b.probing = false
+	b.probeOK = 0
+	b.probeAfter = time.Time{}
 	b.run = 0
 	atomic.StoreUint64(&b.quiet, 0)
 	if b.openFor == 0 {
@@ -482,6 +591,8 @@ func (b *Breaker) close() {
 	b.openUntil = time.Time{}
 	b.openFor = 0
 	b.probing = false
+	b.probeOK = 0
+	b.probeAfter = time.Time{}
 	b.win.reset()
 	b.run = 0
 	if b.s.ConsecutiveFailures > 0 {
@@ -492,13 +603,7 @@ func (b *Breaker) close() {
 // jittered returns base varied by up to Jitter either way at r in [0, 1). A period that would
 // pass MaxOpenFor is reflected below it, so periods at the cap still spread out.
 func (b *Breaker) jittered(base time.Duration, r float64) time.Duration {
-	if r < 0 || math.IsNaN(r) {
-		r = 0
-	}
-	if r > 1 {
-		r = 1
-	}
-	d := time.Duration(float64(base) * (1 + b.s.Jitter*(2*r-1)))
+	d := time.Duration(float64(base) * (1 + b.s.Jitter*(2*clamp01(r)-1)))
 	if d > b.s.MaxOpenFor {
 		d = 2*b.s.MaxOpenFor - d
 	}
@@ -506,4 +611,15 @@ func (b *Breaker) jittered(base time.Duration, r float64) time.Duration {
 		d = 1
 	}
 	return d
+}
+
+// clamp01 returns r within [0, 1], NaN as 0: Rand is injected and may stray.
+func clamp01(r float64) float64 {
+	if r < 0 || math.IsNaN(r) {
+		return 0
+	}
+	if r > 1 {
+		return 1
+	}
+	return r
 }

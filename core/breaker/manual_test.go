@@ -151,12 +151,32 @@ func TestOpenerSharedAndClosed(t *testing.T) {
 }
 
 // Failures arriving together open the breaker once: exactly one Record reports Tripped, one
-// trip is counted and OnTrip runs once, however the callers interleave.
+// trip is counted and OnTrip runs once, however the callers interleave, whichever rule
+// trips it.
 func TestConcurrentFailuresTripOnce(t *testing.T) {
+	tests := []struct {
+		desc       string
+		failed     bool
+		took       time.Duration
+		retryAfter time.Duration
+	}{
+		{desc: "failure ratio", failed: true},
+		{desc: "slow calls", took: time.Second},
+		{desc: "retry-after", failed: true, retryAfter: 3 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			concurrentTrip(t, tc.failed, tc.took, tc.retryAfter)
+		})
+	}
+}
+
+func concurrentTrip(t *testing.T, failed bool, took, retryAfter time.Duration) {
+	t.Helper()
 	const callers = 60
 	var mu sync.Mutex
 	onTrips := 0
-	b := newTestBreaker(t, Settings{MinRequests: 10, OnTrip: func(key string, until time.Time) {
+	b := newTestBreaker(t, Settings{MinRequests: 10, SlowCall: 100 * time.Millisecond, OnTrip: func(key string, until time.Time) {
 		mu.Lock()
 		onTrips++
 		mu.Unlock()
@@ -167,7 +187,7 @@ func TestConcurrentFailuresTripOnce(t *testing.T) {
 		p := b.Allow(t0)
 		go func(p Permit) {
 			<-start
-			results <- b.Record(p, 503, true, t0)
+			results <- b.RecordCall(p, 503, failed, took, retryAfter, t0)
 		}(p)
 	}
 	close(start)

@@ -1,7 +1,9 @@
 package breaker
 
 import (
+	"fmt"
 	"net"
+	"sort"
 	"strings"
 )
 
@@ -136,4 +138,56 @@ func lowerASCII(s string) string {
 		}
 	}
 	return s
+}
+
+// MaxPaths bounds breaker.paths: each request's path is compared with every prefix.
+const MaxPaths = 64
+
+// ParsePaths checks the path prefixes of breaker.paths, each of which gives the requests
+// under it a breaker of their own within their scope (PathKey), and returns them longest
+// first, the order PathKey tries them in. Each must begin with "/", hold no space, query or
+// fragment, and be given once; "/" alone is every path, which the scope's own breaker
+// already guards. Errors name the entry and wrap ErrInvalidSetting.
+func ParsePaths(list []string) ([]string, error) {
+	if len(list) > MaxPaths {
+		return nil, fmt.Errorf("breaker.paths: %d prefixes, want at most %d: %w", len(list), MaxPaths, ErrInvalidSetting)
+	}
+	out := make([]string, 0, len(list))
+	for i, p := range list {
+		if !strings.HasPrefix(p, "/") || p == "/" || strings.ContainsAny(p, " \t?#") {
+			return nil, fmt.Errorf("breaker.paths[%d]: %q must be a path prefix such as /search: %w", i, p, ErrInvalidSetting)
+		}
+		for j, q := range list[:i] {
+			if q == p {
+				return nil, fmt.Errorf("breaker.paths[%d]: %q is breaker.paths[%d] again: %w", i, p, j, ErrInvalidSetting)
+			}
+		}
+		out = append(out, p)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out, nil
+}
+
+// PathKey returns the key of the breaker for a request to path whose scope key is key: key
+// with the longest of prefixes (as ParsePaths returns them) that path falls under appended,
+// "api.example.com/search", or key itself when it falls under none. A path falls under a
+// prefix it equals, or that it continues with "/" (a prefix ending in "/" with anything):
+// "/search" holds "/search" and "/search/x", not "/searchlight".
+func PathKey(key string, prefixes []string, path string) string {
+	for _, p := range prefixes {
+		if strings.HasPrefix(path, p) && (len(path) == len(p) || p[len(p)-1] == '/' || path[len(p)] == '/') {
+			return key + p
+		}
+	}
+	return key
+}
+
+// SplitPathKey returns the scope key and the path prefix of a key PathKey made, the prefix
+// empty for a scope's own breaker's: a key's path begins at its first "/", which no host
+// holds.
+func SplitPathKey(key string) (string, string) {
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		return key[:i], key[i:]
+	}
+	return key, ""
 }

@@ -1,6 +1,10 @@
 package breaker
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 func TestScopeKey(t *testing.T) {
 	tests := []struct {
@@ -77,4 +81,65 @@ func TestScopeKeySeeds(t *testing.T) {
 
 func FuzzScopeKey(f *testing.F) {
 	fuzzStrings(f, scopeKeySeeds, checkScopeKey)
+}
+
+func TestParsePaths(t *testing.T) {
+	tests := []struct {
+		desc string
+		list []string
+		want string // the prefixes joined by spaces, or a substring of the error
+		err  bool
+	}{
+		{desc: "none", list: nil, want: ""},
+		{desc: "longest first", list: []string{"/a", "/search", "/a/b"}, want: "/search /a/b /a"},
+		{desc: "no slash", list: []string{"search"}, want: `breaker.paths[0]: "search" must be a path prefix`, err: true},
+		{desc: "root", list: []string{"/x", "/"}, want: `breaker.paths[1]: "/"`, err: true},
+		{desc: "query", list: []string{"/x?y"}, want: `breaker.paths[0]: "/x?y"`, err: true},
+		{desc: "twice", list: []string{"/x", "/y", "/x"}, want: `breaker.paths[2]: "/x" is breaker.paths[0] again`, err: true},
+		{desc: "too many", list: make([]string, MaxPaths+1), want: "breaker.paths: 65 prefixes", err: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			got, err := ParsePaths(tc.list)
+			if tc.err {
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalidSetting) {
+					t.Fatalf("ParsePaths(%q) error = %v, want one containing %q", tc.list, err, tc.want)
+				}
+				return
+			}
+			if err != nil || strings.Join(got, " ") != tc.want {
+				t.Fatalf("ParsePaths(%q) = %q, %v; want %q", tc.list, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPathKey(t *testing.T) {
+	prefixes, err := ParsePaths([]string{"/search", "/checkout", "/search/deep", "/static/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		desc, key, path, want string
+	}{
+		{desc: "the prefix itself", key: "a.com", path: "/search", want: "a.com/search"},
+		{desc: "below it", key: "a.com", path: "/search/x", want: "a.com/search"},
+		{desc: "the longest", key: "a.com", path: "/search/deep/x", want: "a.com/search/deep"},
+		{desc: "a longer name", key: "a.com", path: "/searchlight", want: "a.com"},
+		{desc: "a prefix ending in a slash", key: "a.com", path: "/static/x.css", want: "a.com/static/"},
+		{desc: "none", key: "a.com", path: "/", want: "a.com"},
+		{desc: "scope engine", key: "", path: "/checkout/pay", want: "/checkout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			got := PathKey(tc.key, prefixes, tc.path)
+			if got != tc.want {
+				t.Fatalf("PathKey(%q, %q) = %q, want %q", tc.key, tc.path, got, tc.want)
+			}
+			key, path := SplitPathKey(got)
+			if key != tc.key || key+path != got {
+				t.Errorf("SplitPathKey(%q) = %q, %q; want %q and the rest", got, key, path, tc.key)
+			}
+		})
+	}
 }

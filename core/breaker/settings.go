@@ -33,6 +33,16 @@ const (
 	// DefaultMaxBreakers bounds a Group, so that a flood of host names cannot grow memory
 	// without bound.
 	DefaultMaxBreakers = 10000
+	// DefaultSlowCallRatio is the share of slow calls that opens the breaker, once SlowCall
+	// is set.
+	DefaultSlowCallRatio = 0.5
+	// DefaultProbes is how many probes in a row must succeed before a half-open breaker
+	// closes: one, the first probe's success closes it.
+	DefaultProbes = 1
+	// DefaultProbeInterval spaces the probes of a half-open breaker that needs more than one:
+	// long enough that a probe sees the origin after the one before it, short enough that
+	// recovery costs a few seconds.
+	DefaultProbeInterval = time.Second
 )
 
 // Scopes: which fetches share a breaker.
@@ -100,8 +110,24 @@ type Settings struct {
 	// this rule a closed breaker with no failure counted lets fetches through without its
 	// lock and needs no Record of a success (Quiet). Zero: the ratio rule.
 	ConsecutiveFailures int
+	// SlowCall, when above zero, makes a result that took longer a slow call: with
+	// MinRequests results in the window and at least SlowCallRatio of them slow, the breaker
+	// opens, successes or not, so that a browned-out origin is stopped before its calls time
+	// out; and a probe that slow counts as failed. Zero: no call is slow.
+	SlowCall time.Duration
+	// SlowCallRatio is the share of slow calls, at or above which the breaker opens. Zero:
+	// DefaultSlowCallRatio. At most 1. Unused while SlowCall is zero.
+	SlowCallRatio float64
+	// Probes is how many probes in a row must succeed before a half-open breaker closes; a
+	// failed one opens it again. Zero: DefaultProbes.
+	Probes int
+	// ProbeInterval is the time from a probe's success to the next probe, varied by Jitter
+	// either way so that a fleet does not probe in step; between probes requests are still
+	// refused. Zero: DefaultProbeInterval. Unused while Probes is 1.
+	ProbeInterval time.Duration
 
-	// Rand returns a number in [0, 1) that places each open period within its jitter.
+	// Rand returns a number in [0, 1) that places each open period, and each probe interval,
+	// within its jitter.
 	// Nil: math/rand. Tests inject a fixed source.
 	Rand func() float64
 	// OnTrip, when not nil, is called each time a breaker opens on its own (a trip, a failed
@@ -165,6 +191,18 @@ func (s Settings) validateFields() error {
 	if s.ConsecutiveFailures < 0 {
 		return fmt.Errorf("breaker.consecutiveFailures: %d must not be negative: %w", s.ConsecutiveFailures, ErrInvalidSetting)
 	}
+	if s.SlowCall < 0 {
+		return fmt.Errorf("breaker.slowCall: %v must not be negative: %w", s.SlowCall, ErrInvalidSetting)
+	}
+	if math.IsNaN(s.SlowCallRatio) || s.SlowCallRatio < 0 || s.SlowCallRatio > 1 {
+		return fmt.Errorf("breaker.slowCallRatio: %v must be between 0 and 1: %w", s.SlowCallRatio, ErrInvalidSetting)
+	}
+	if s.Probes < 0 {
+		return fmt.Errorf("breaker.probes: %d must not be negative: %w", s.Probes, ErrInvalidSetting)
+	}
+	if s.ProbeInterval < 0 {
+		return fmt.Errorf("breaker.probeInterval: %v must not be negative: %w", s.ProbeInterval, ErrInvalidSetting)
+	}
 	_, err := ParseScope(s.Scope)
 	return err
 }
@@ -203,6 +241,15 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.MaxBreakers == 0 {
 		s.MaxBreakers = DefaultMaxBreakers
+	}
+	if s.SlowCallRatio == 0 {
+		s.SlowCallRatio = DefaultSlowCallRatio
+	}
+	if s.Probes == 0 {
+		s.Probes = DefaultProbes
+	}
+	if s.ProbeInterval == 0 {
+		s.ProbeInterval = DefaultProbeInterval
 	}
 	scope, err := ParseScope(s.Scope)
 	if err != nil {

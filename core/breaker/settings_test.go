@@ -12,7 +12,8 @@ func TestSettingsDefaults(t *testing.T) {
 	if d.Window != 10*time.Second || d.MinRequests != 20 || d.FailureRatio != 0.5 ||
 		d.OpenFor != 5*time.Second || d.MaxOpenFor != 60*time.Second || d.Jitter != 0.2 ||
 		d.ProbeTimeout != DefaultProbeTimeout || d.MaxBreakers != DefaultMaxBreakers ||
-		d.Scope != ScopeHost || d.Rand == nil {
+		d.Scope != ScopeHost || d.Rand == nil || d.SlowCall != 0 || d.SlowCallRatio != DefaultSlowCallRatio ||
+		d.Probes != DefaultProbes || d.ProbeInterval != DefaultProbeInterval {
 		t.Errorf("withDefaults() = %+v, want the documented defaults", d)
 	}
 	if r := d.Rand(); r < 0 || r >= 1 {
@@ -43,6 +44,11 @@ func TestSettingsValidate(t *testing.T) {
 		{desc: "negative max breakers", s: Settings{MaxBreakers: -1}, want: "breaker.maxBreakers: -1"},
 		{desc: "negative consecutive failures", s: Settings{ConsecutiveFailures: -1}, want: "breaker.consecutiveFailures: -1 must not be negative"},
 		{desc: "consecutive failures", s: Settings{ConsecutiveFailures: 5}},
+		{desc: "slow calls", s: Settings{SlowCall: time.Second, SlowCallRatio: 1, Probes: 3, ProbeInterval: time.Second}},
+		{desc: "negative slow call", s: Settings{SlowCall: -time.Second}, want: "breaker.slowCall: -1s must not be negative"},
+		{desc: "slow call ratio above one", s: Settings{SlowCallRatio: 2}, want: "breaker.slowCallRatio: 2 must be between 0 and 1"},
+		{desc: "negative probes", s: Settings{Probes: -1}, want: "breaker.probes: -1 must not be negative"},
+		{desc: "negative probe interval", s: Settings{ProbeInterval: -time.Second}, want: "breaker.probeInterval: -1s must not be negative"},
 		{desc: "unknown scope", s: Settings{Scope: "region"}, want: `breaker.scope: "region" must be one of engine, host, domain`},
 	}
 	for _, tc := range tests {

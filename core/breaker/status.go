@@ -30,13 +30,21 @@ type Status struct {
 	// LastFailure is the HTTP status of the last failure recorded, kept across closing;
 	// 0 for none.
 	LastFailure int
-	// TripOK and TripFailures are the window's counts when the failure ratio last tripped
-	// the breaker; zero before it ever did.
-	TripOK, TripFailures int
-	// OK and Failures are the results counted in the window (only while closed). Under
+	// TripOK, TripFailures and TripSlow are the window's counts when a ratio (of failures
+	// or of slow calls) last tripped the breaker; zero before one ever did.
+	TripOK, TripFailures, TripSlow int
+	// TripReason is why the breaker last opened on its own (ReasonFailureRatio,
+	// ReasonSlowCalls, ReasonRetryAfter, ...); empty before it ever did. TripRetryAfter is
+	// the origin's wait that it obeyed then, capped at MaxOpenFor; zero for other reasons.
+	TripReason     string
+	TripRetryAfter time.Duration
+	// OK, Failures and Slow are the results counted in the window (only while closed). Under
 	// ConsecutiveFailures, Failures is the current run of failures and OK is zero.
 	OK       int
 	Failures int
+	Slow     int
+	// ProbesOK is how many probes in a row succeeded while half-open, of Probes.
+	ProbesOK int
 	// Trips counts the times this breaker opened on its own: trips and failed probes, not
 	// ForceOpen nor Observe.
 	Trips uint64
@@ -45,12 +53,17 @@ type Status struct {
 	// Group.Snapshot; a breaker does not know it.
 	Declared bool
 
-	// Window, MinRequests, FailureRatio, OpenFor and MaxOpenFor are the parameters in force.
-	Window       time.Duration
-	MinRequests  int
-	FailureRatio float64
-	OpenFor      time.Duration
-	MaxOpenFor   time.Duration
+	// Window, MinRequests, FailureRatio, OpenFor, MaxOpenFor, SlowCall, SlowCallRatio,
+	// Probes and ProbeInterval are the parameters in force.
+	Window        time.Duration
+	MinRequests   int
+	FailureRatio  float64
+	OpenFor       time.Duration
+	MaxOpenFor    time.Duration
+	SlowCall      time.Duration
+	SlowCallRatio float64
+	Probes        int
+	ProbeInterval time.Duration
 	// Override marks which of them are the key's own: each non-zero field overrides the
 	// group's default and equals the parameter in force.
 	Override Override
@@ -61,9 +74,11 @@ func (b *Breaker) Status(now time.Time) Status {
 	b.mu.Lock()
 	st := Status{
 		Key: b.key, State: b.state(now), OpenUntil: b.openUntil, OpenedBy: b.opener,
-		LastFailure: b.lastFailure, Trips: b.trips, TripOK: b.tripOK, TripFailures: b.tripFailures,
+		LastFailure: b.lastFailure, Trips: b.trips, TripOK: b.tripCounts.OK, TripFailures: b.tripCounts.Failures,
+		TripSlow: b.tripCounts.Slow, TripReason: b.tripReason, TripRetryAfter: b.tripRetryAfter, ProbesOK: b.probeOK,
 		Window: b.s.Window, MinRequests: b.s.MinRequests, FailureRatio: b.s.FailureRatio,
-		OpenFor: b.s.OpenFor, MaxOpenFor: b.s.MaxOpenFor, Override: b.ov,
+		OpenFor: b.s.OpenFor, MaxOpenFor: b.s.MaxOpenFor, SlowCall: b.s.SlowCall, SlowCallRatio: b.s.SlowCallRatio,
+		Probes: b.s.Probes, ProbeInterval: b.s.ProbeInterval, Override: b.ov,
 	}
 	if st.State == StateOpen {
 		st.OpenLeft = b.openUntil.Sub(now)
@@ -72,11 +87,26 @@ func (b *Breaker) Status(now time.Time) Status {
 		if b.s.ConsecutiveFailures > 0 {
 			st.Failures = b.run
 		} else {
-			st.OK, st.Failures = b.win.counts(now)
+			c := b.win.counts(now)
+			st.OK = c.OK
+			st.Failures = c.Failures
+			st.Slow = c.Slow
 		}
 	}
 	b.mu.Unlock()
 	return st
+}
+
+// Counts returns the results b's window holds at now: none while b is open or half-open,
+// or under ConsecutiveFailures. What an instance would share of its breaker with others.
+func (b *Breaker) Counts(now time.Time) Counts {
+	b.mu.Lock()
+	var c Counts
+	if !b.tripped && b.s.ConsecutiveFailures == 0 {
+		c = b.win.counts(now)
+	}
+	b.mu.Unlock()
+	return c
 }
 
 // Snapshot returns the status of every breaker of g, declared ones among them, ordered by

@@ -13,6 +13,23 @@ type bucket struct {
 	epoch    int64
 	ok       int
 	failures int
+	// slow counts the results, successes and failures alike, slower than Settings.SlowCall.
+	slow int
+}
+
+// Counts are a window's results: the breaker's trip rules read nothing else, so counts from
+// elsewhere (other instances sharing a store) can be added to a breaker's own (Add) and
+// judged alike (Breaker.Counts, Settings.Trips).
+type Counts struct {
+	OK       int
+	Failures int
+	// Slow counts the results, of both kinds, slower than Settings.SlowCall.
+	Slow int
+}
+
+// Add returns the sum of c and o.
+func (c Counts) Add(o Counts) Counts {
+	return Counts{OK: c.OK + o.OK, Failures: c.Failures + o.Failures, Slow: c.Slow + o.Slow}
 }
 
 // window counts fetch results over a sliding window as a ring of buckets: constant memory,
@@ -34,7 +51,7 @@ func newWindow(d time.Duration) window {
 // addResult counts one result at now. A function rather than a method: it runs in every
 // Record under the ratio rule, and in Yaegi a method call costs several times a function
 // call (19 allocations a Record).
-func addResult(w *window, now time.Time, failed bool) {
+func addResult(w *window, now time.Time, failed, slow bool) {
 	// Computed inline rather than in a helper: each call costs microseconds in Yaegi.
 	e := now.UnixNano() / w.width
 	i := int(e % buckets)
@@ -46,27 +63,31 @@ func addResult(w *window, now time.Time, failed bool) {
 		k.epoch = e
 		k.ok = 0
 		k.failures = 0
+		k.slow = 0
 	}
 	if failed {
 		k.failures++
 	} else {
 		k.ok++
 	}
+	if slow {
+		k.slow++
+	}
 }
 
-// counts returns the successes and failures counted in the window that ends at now.
-func (w *window) counts(now time.Time) (int, int) {
+// counts returns the results counted in the window that ends at now.
+func (w *window) counts(now time.Time) Counts {
 	e := now.UnixNano() / w.width
-	ok := 0
-	failures := 0
+	var c Counts
 	for i := 0; i < buckets; i++ {
 		k := &w.b[i]
 		if k.epoch <= e && k.epoch > e-buckets {
-			ok += k.ok
-			failures += k.failures
+			c.OK += k.ok
+			c.Failures += k.failures
+			c.Slow += k.slow
 		}
 	}
-	return ok, failures
+	return c
 }
 
 // reset forgets every result.
