@@ -100,14 +100,19 @@ func breakerView(b breaker.Status, now time.Time) admin.Breaker {
 		Trips:      b.Trips,
 		Requests:   b.OK + b.Failures,
 		Failures:   b.Failures,
+		Slow:       b.Slow,
+		ProbesOK:   b.ProbesOK,
+		Reason:     b.TripReason,
 		Declared:   b.Declared,
 		Params: breakerParams(breaker.Settings{Window: b.Window, MinRequests: b.MinRequests,
-			FailureRatio: b.FailureRatio, OpenFor: b.OpenFor, MaxOpenFor: b.MaxOpenFor}, b.Override),
+			FailureRatio: b.FailureRatio, OpenFor: b.OpenFor, MaxOpenFor: b.MaxOpenFor, SlowCall: b.SlowCall,
+			SlowCallRatio: b.SlowCallRatio, Probes: b.Probes, ProbeInterval: b.ProbeInterval}, b.Override),
 	}
 }
 
-// breakerParams lists the parameters an operator may override, as breaker.overrides writes
-// them, each marked where o overrides it.
+// breakerParams lists the parameters in force, as the configuration names them: first those
+// an operator may override, as breaker.overrides writes them, each marked where o overrides
+// it, then the slow-call and probe parameters (slowCall "0s": off).
 func breakerParams(s breaker.Settings, o breaker.Override) []admin.Param {
 	return []admin.Param{
 		{Name: "window", Value: s.Window.String(), Override: o.Window != 0},
@@ -115,6 +120,10 @@ func breakerParams(s breaker.Settings, o breaker.Override) []admin.Param {
 		{Name: "failureRatio", Value: fmt.Sprint(s.FailureRatio), Override: o.FailureRatio != 0},
 		{Name: "openFor", Value: s.OpenFor.String(), Override: o.OpenFor != 0},
 		{Name: "maxOpenFor", Value: s.MaxOpenFor.String(), Override: o.MaxOpenFor != 0},
+		{Name: "slowCall", Value: s.SlowCall.String()},
+		{Name: "slowCallRatio", Value: fmt.Sprint(s.SlowCallRatio)},
+		{Name: "probes", Value: fmt.Sprint(s.Probes)},
+		{Name: "probeInterval", Value: s.ProbeInterval.String()},
 	}
 }
 
@@ -190,12 +199,13 @@ func (o operator) storeView() admin.Store {
 }
 
 // scopeKey is the key of the breaker that watches what an operator named: a host, or a key
-// as the page lists it ("engine" for the engine's one breaker).
+// as the page lists it ("engine" for the engine's one breaker), either with a breaker.paths
+// prefix or not.
 func (o operator) scopeKey(key string) string {
 	if key == "engine" {
 		key = ""
 	}
-	return breaker.ScopeKey(o.e.breakerScope, key)
+	return breaker.ScopePathKey(o.e.breakerScope, key)
 }
 
 // Each action applies here, then goes to the other instances sharing the store (fleet.go);

@@ -156,6 +156,21 @@ func withDetail(cacheStatus, detail string) string {
 	return cacheStatus + paramDetail + detail
 }
 
+// sfKey is a breaker's key as a Cache-Status parameter's value (RFC 9211 section 2,
+// RFC 8941): a token where the key is one (api.example.com, api.example.com/search), else a
+// quoted string (an IP literal, 10.0.0.1 or [2001:db8::1]).
+func sfKey(key string) string {
+	token := key != "" && (key[0] >= 'a' && key[0] <= 'z' || key[0] >= 'A' && key[0] <= 'Z' || key[0] == '*')
+	for i := 0; token && i < len(key); i++ {
+		c := key[i]
+		token = c > ' ' && c < 0x7f && !strings.ContainsRune("\"(),;<=>?@[\\]{}", rune(c))
+	}
+	if token {
+		return key
+	}
+	return strconv.Quote(key)
+}
+
 // ceilSeconds rounds d up to whole seconds, at least 1: for Retry-After (RFC 9110 section
 // 10.2.3), where 0 would ask for an immediate retry, and for the ttl of what is past its end.
 func ceilSeconds(d time.Duration) int64 {

@@ -72,5 +72,6 @@ func controlled(name, host string) (*engine, *breaker.Breaker, error) {
 	if e == nil {
 		return nil, nil, fmt.Errorf("%w: %q", ErrNoEngine, name)
 	}
-	return e, breakerOf(e, host, e.now()), nil
+	h, path := breaker.SplitPathKey(host)
+	return e, breakerOf(e, h, path, e.now()), nil
 }

@@ -96,12 +96,12 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	if sk == nil {
 		way |= wayBackground
 	}
-	t, refused := enter(h, req.Context(), httpcache.PartitionOf(key), req.Host, false, way)
+	t, refused := enter(h, req.Context(), httpcache.PartitionOf(key), req.Host, req.URL.Path, false, way)
 	if t == nil {
 		return &fetchResult{refused: *refused}
 	}
 	// Deferred: a panic in the next handler must not keep the slot.
-	defer leave(h, t, 0)
+	defer leave(h, t, 0, 0, nil)
 	rec := &recorder{h: h, req: req, header: make(http.Header), sink: sk, stale: stale != nil}
 	reqTime := h.s.Now()
 	serveOrigin(h.next, rec, req)
@@ -110,7 +110,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}
-	leave(h, t, rec.status)
+	leave(h, t, rec.status, respTime.Sub(reqTime), rec.header)
 	if rec.written < rec.declared && rec.mode != modeDecline && rec.mode != modeDiscard {
 		// Traefik's proxy aborts (panics) when the origin's body breaks off; a handler that
 		// returns with a short body instead must not have it stored, nor the hit-for-pass

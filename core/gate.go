@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/events"
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -49,8 +50,10 @@ type ticket struct {
 // refusal is why the gate, or the miss-rate detector before it, kept a request from the
 // origin; the zero value is none.
 type refusal struct {
-	// open is the time left until the upstream's breaker lets a request through (FR-CB-5).
+	// open is the time left until the upstream's breaker lets a request through (FR-CB-5);
+	// key is that breaker's, which the answer names.
 	open time.Duration
+	key  string
 	// throttled is how long the miss-rate detector holds the partition's fetches back.
 	throttled time.Duration
 	// shed is the limiter's reason (FR-LIM-5).
@@ -62,17 +65,18 @@ func refusedAny(f refusal) bool {
 	return f.open > 0 || f.throttled > 0 || f.shed != nil
 }
 
-// enter asks the gate to let a request for host, in partition part, through to the origin:
+// enter asks the gate to let a request for host and path, in partition part, through to the
+// origin:
 // the breaker, then a slot (the upload pool when the request has a body); nil and why not
 // when it does not. For a caller that
 // records nothing, breakers that are all closed are one atomic load and no permit: only a
 // probe's outcome would be recorded, and a closed breaker hands out none.
-func enter(h *Handler, ctx context.Context, part, host string, upload bool, way int) (*ticket, *refusal) {
+func enter(h *Handler, ctx context.Context, part, host, path string, upload bool, way int) (*ticket, *refusal) {
 	t := &ticket{ctx: ctx, record: way&wayRecord != 0}
 	// While every breaker of the engine is closed, one atomic load whatever breaker.scope is
 	// (breaker.AllClosed): finding host's breaker costs interpreted calls and a lock.
 	if t.record || !breaker.AllClosed(h.e.breakers) {
-		if f := askBreaker(h, t, host); f != nil {
+		if f := askBreaker(h, t, host, path); f != nil {
 			return nil, f
 		}
 	}
@@ -90,16 +94,16 @@ func enter(h *Handler, ctx context.Context, part, host string, upload bool, way 
 
 // askBreaker is enter's question to host's breaker, in a function of its own so that a
 // request meeting closed breakers pays none of its frame slots (docs/yaegi.md).
-func askBreaker(h *Handler, t *ticket, host string) *refusal {
+func askBreaker(h *Handler, t *ticket, host, path string) *refusal {
 	now := h.s.Now()
-	b := breakerOf(h.e, host, now)
+	b := breakerOf(h.e, host, path, now)
 	if h.mem == nil {
 		h.observeShared(b.Key(), now)
 	}
 	t.b = b
 	t.permit = b.Allow(now)
 	if !t.permit.Allowed {
-		return &refusal{open: t.permit.RetryAfter}
+		return &refusal{open: t.permit.RetryAfter, key: b.Key()}
 	}
 	if t.permit.Probe {
 		t.record = true
@@ -127,21 +131,21 @@ func takeSlot(h *Handler, t *ticket, ctx context.Context, part, host string, upl
 	return &refusal{shed: err}
 }
 
-// leave ends t's passage: the slot goes back, and when t records, status goes to the breaker;
-// a status of 0 (the trip panicked, or ended without an answer) gives the permit back
-// unrecorded. Only the first leave counts, so a caller defers leave(..., 0) against a panic
+// leave ends t's passage: the slot goes back, and when t records, the answer goes to the
+// breaker: its status, how long the trip took and its header (for Retry-After); a status of
+// 0 (the trip panicked, or ended without an answer) gives the permit back unrecorded. Only the first leave counts, so a caller defers leave(..., 0) against a panic
 // in the next handler and leaves with the status once it has it. Its body is small, and the
 // breaker's part a function of its own: a pass-through request leaves on every answer, and
 // in Yaegi a call pays for every value of its callee's whole body (docs/yaegi.md).
-func leave(h *Handler, t *ticket, status int) {
+func leave(h *Handler, t *ticket, status int, took time.Duration, header http.Header) {
 	limit.Return(t.slot)
 	if t.record {
-		recordOutcome(h, t, status)
+		recordOutcome(h, t, status, took, header)
 	}
 }
 
 // recordOutcome tells t's breaker how its trip ended, once.
-func recordOutcome(h *Handler, t *ticket, status int) {
+func recordOutcome(h *Handler, t *ticket, status int, took time.Duration, header http.Header) {
 	if t.left {
 		return
 	}
@@ -153,10 +157,16 @@ func recordOutcome(h *Handler, t *ticket, status int) {
 		return
 	}
 	// A 502, 503 or 504 (Traefik's answers for connection errors and timeouts) is a failure,
-	// a 500 only with breaker.countStatus500, anything else the origin answering (FR-CB-1,
-	// FR-CB-2).
-	failed := status == 502 || status == 503 || status == 504 || (status == 500 && h.s.BreakerCountStatus500)
-	if change := t.b.Record(t.permit, status, failed, now); change != breaker.Unchanged {
+	// a 429 (the origin refusing us) unless breaker.countStatus429 is off, a 500 only with
+	// breaker.countStatus500, anything else the origin answering (FR-CB-1, FR-CB-2).
+	failed := status == 502 || status == 503 || status == 504 || (status == 500 && h.s.BreakerCountStatus500) ||
+		(status == 429 && !h.s.BreakerIgnoreStatus429)
+	var wait time.Duration
+	if failed && (status == 429 || status == 503) && len(header["Retry-After"]) > 0 {
+		// The origin says when to come back: the breaker obeys (RFC 9110 section 10.2.3).
+		wait = httpcache.RetryAfter(header["Retry-After"], now)
+	}
+	if change := t.b.RecordCall(t.permit, status, failed, took, wait, now); change != breaker.Unchanged {
 		breakerChanged(h.e, t.b, change, now)
 	}
 }
@@ -166,42 +176,55 @@ func recordOutcome(h *Handler, t *ticket, status int) {
 func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
 	st := b.Status(now)
 	key := scopeLabel(b.Key())
-	switch change {
-	case breaker.Tripped:
+	switch {
+	case st.TripReason == breaker.ReasonRetryAfter:
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
+			events.Int("status", st.LastFailure), events.Dur("retry_after", st.TripRetryAfter), events.Dur("open_for", st.OpenLeft))
+	case change == breaker.Tripped && st.TripReason == breaker.ReasonSlowCalls:
+		n := st.TripOK + st.TripFailures
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
+			events.Float("ratio", float64(st.TripSlow)/float64(n)), events.Int("slow", st.TripSlow), events.Int("requests", n),
+			events.Dur("slow_call", st.SlowCall), events.Dur("open_for", st.OpenLeft))
+	case change == breaker.Tripped:
 		ratio := 0.0
 		if n := st.TripOK + st.TripFailures; n > 0 {
 			ratio = float64(st.TripFailures) / float64(n)
 		}
-		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", "failure-ratio"),
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", breaker.ReasonFailureRatio),
 			events.Float("ratio", ratio), events.Int("failures", st.TripFailures), events.Int("requests", st.TripOK+st.TripFailures),
 			events.Dur("open_for", st.OpenLeft))
-	case breaker.Reopened:
-		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", "probe-failed"),
+	case change == breaker.Reopened:
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
 			events.Dur("open_for", st.OpenLeft))
-	case breaker.Recovered:
+	case change == breaker.Recovered:
 		e.events.current().Emit(events.BreakerClosed, events.Str("scope", key))
 	}
 }
 
-// breakerOf is the breaker of host's upstream in e: its one breaker with scope engine, else
-// the group's for the scope key of host. The gate, the miss-rate detector's check and the
-// operator's controls all find it here.
-func breakerOf(e *engine, host string, now time.Time) *breaker.Breaker {
+// breakerOf is the breaker of host's upstream in e for a request to path: its one breaker
+// with scope engine, else the group's for the scope key of host, with the breaker.paths
+// prefix path falls under appended (breaker.PathKey). The gate, the miss-rate detector's
+// check and the operator's controls all find it here.
+func breakerOf(e *engine, host, path string, now time.Time) *breaker.Breaker {
 	if b := e.breaker; b != nil {
 		return b
 	}
-	return e.breakers.Get(breaker.ScopeKey(e.breakerScope, host), now)
+	key := breaker.ScopeKey(e.breakerScope, host)
+	if e.breakerPaths != nil {
+		key = breaker.PathKey(key, e.breakerPaths, path)
+	}
+	return e.breakers.Get(key, now)
 }
 
 // breakerOpen tells whether host's upstream's breaker holds fetches back now: open, or half
 // open with its probe out.
-func (h *Handler) breakerOpen(host string, now time.Time) bool {
+func (h *Handler) breakerOpen(host, path string, now time.Time) bool {
 	// Every breaker closed, the common case: no lookup of host's, which with breakers per
 	// host (the default) takes the group's lock and interpreted calls on every leader's miss.
 	if breaker.AllClosed(h.e.breakers) {
 		return false
 	}
-	return breakerOf(h.e, host, now).State(now) != breaker.StateClosed
+	return breakerOf(h.e, host, path, now).State(now) != breaker.StateClosed
 }
 
 // refused answers a request that was kept from the origin. A client that left while queued
@@ -215,7 +238,12 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.E
 	case f.open > 0:
 		atomic.AddInt64(&h.e.metrics.shortCircuited.N, 1)
 		countShed(h.e, "circuit-open")
-		h.heldBack(w, r, stale, cacheStatus, "circuit-open", f.open)
+		if servableStale(stale, now) {
+			h.write(w, r, &answer{ent: stale, hit: true, detail: "circuit-open"})
+			return
+		}
+		// The 503 names the breaker, so that an operator sees which scope or path refused.
+		h.write(w, r, unavailable(cacheStatus, "circuit-open; key="+sfKey(scopeLabel(f.key)), f.open))
 	case f.throttled > 0:
 		countShed(h.e, "miss-rate")
 		h.heldBack(w, r, stale, cacheStatus, "miss-rate", f.throttled)

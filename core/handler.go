@@ -376,13 +376,13 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 // not free at once.
 func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
 	ctx := r.Context()
-	t, refused := enter(h, ctx, part, r.Host, r.ContentLength != 0, 0)
+	t, refused := enter(h, ctx, part, r.Host, r.URL.Path, r.ContentLength != 0, 0)
 	if t == nil {
 		h.refused(w, r, nil, cacheStatus[0], *refused)
 		return
 	}
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
-	defer leave(h, t, 0)
+	defer leave(h, t, 0, 0, nil)
 	atomic.AddInt64(h.passes, 1)
 	w.Header()["Cache-Status"] = cacheStatus
 	if t.record {
@@ -397,13 +397,15 @@ func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, 
 // otherwise. A function of its own, so that its frame slots are paid only by probes.
 func passProbe(h *Handler, t *ticket, w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{w: w, h: h, r: r}
+	began := h.s.Now()
 	h.next.ServeHTTP(sw, r)
+	took := h.s.Now().Sub(began)
 	status := sw.status
 	if status == 0 {
 		// A handler that returns without writing has answered 200 (net/http's rule).
 		status = http.StatusOK
 	}
-	leave(h, t, status)
+	leave(h, t, status, took, w.Header())
 }
 
 // requestNoCache tells whether the client asked that nothing stored be used without

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
@@ -38,11 +39,11 @@ func BenchmarkGateEnterLeave(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		t, refused := enter(h, ctx, httpcache.Partition(req), req.Host, false, wayRecord)
+		t, refused := enter(h, ctx, httpcache.Partition(req), req.Host, req.URL.Path, false, wayRecord)
 		if t == nil {
 			b.Fatal(refused)
 		}
-		leave(h, t, http.StatusOK)
+		leave(h, t, http.StatusOK, time.Millisecond, nil)
 	}
 }
 

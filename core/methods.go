@@ -26,24 +26,25 @@ func serveOther(h *Handler, w http.ResponseWriter, r *http.Request) {
 		h.purge(w, r)
 		return
 	}
-	t, refused := enter(h, r.Context(), httpcache.Partition(r), r.Host, hasBody(r), wayRecord)
+	t, refused := enter(h, r.Context(), httpcache.Partition(r), r.Host, r.URL.Path, hasBody(r), wayRecord)
 	if t == nil {
 		h.refused(w, r, nil, statusMethod, *refused)
 		return
 	}
 	// Deferred: a panic in the next handler must not keep the slot (FR-LIM-1).
-	defer leave(h, t, 0)
+	defer leave(h, t, 0, 0, nil)
 	atomic.AddInt64(h.passes, 1)
 	w.Header()["Cache-Status"] = []string{statusMethod}
 	sw := &statusWriter{w: w, h: h, r: r, unsafe: unsafeMethod(r.Method)}
 	began := h.s.Now()
 	h.next.ServeHTTP(sw, r)
-	metrics.ObserveDuration(h.e.metrics.origin, h.s.Now().Sub(began))
+	took := h.s.Now().Sub(began)
+	metrics.ObserveDuration(h.e.metrics.origin, took)
 	if sw.status == 0 {
 		// A handler that returns without writing has answered 200 (net/http's rule).
 		sw.WriteHeader(http.StatusOK)
 	}
-	leave(h, t, sw.status)
+	leave(h, t, sw.status, took, w.Header())
 }
 
 // unsafeMethod tells whether a method may change what the URI names: every method but the

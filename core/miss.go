@@ -72,7 +72,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	// open is one key, not a flood of distinct ones.
 	if !leader {
 		missrate.Hit(h.missRate, part)
-	} else if !h.breakerOpen(r.Host, now) {
+	} else if !h.breakerOpen(r.Host, r.URL.Path, now) {
 		if a := missrate.Miss(h.missRate, part, r.URL.RawQuery, now); a != nil {
 			h.reportAnomaly(a)
 		}

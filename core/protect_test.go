@@ -18,7 +18,8 @@ import (
 // protectAnswer answers by the first segment of the path:
 //
 //	/ok/...    200, no-store (marked hit-for-pass)
-//	/s/NNN/... status NNN, no freshness; a 503 carries Retry-After: 7
+//	/s/NNN/... status NNN, no freshness
+//	/r/NNN/... the same with Retry-After: 7, the origin refusing (the breaker opens at once)
 //	/c/...     200, max-age=1, stale-if-error=60
 //	/c1/...    200, max-age=1, with an ETag
 //	otherwise  200, max-age=60
@@ -32,7 +33,7 @@ func protectAnswer(n int, w http.ResponseWriter, r *http.Request) {
 	case "ok":
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write([]byte("ok"))
-	case "s":
+	case "s", "r":
 		code := 0
 		if len(parts) > 2 {
 			code, _ = strconv.Atoi(parts[2])
@@ -40,7 +41,7 @@ func protectAnswer(n int, w http.ResponseWriter, r *http.Request) {
 		if code < 100 {
 			code = http.StatusInternalServerError
 		}
-		if code == http.StatusServiceUnavailable {
+		if kind == "r" {
 			w.Header().Set("Retry-After", "7")
 		}
 		w.WriteHeader(code)
@@ -136,7 +137,7 @@ func TestBreakerOpensAtFloor(t *testing.T) {
 			if w.Code != http.StatusServiceUnavailable {
 				t.Errorf("status = %d, want 503", w.Code)
 			}
-			if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=uri-miss; detail=circuit-open"; got != want {
+			if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=uri-miss; detail=circuit-open; key=example.com"; got != want {
 				t.Errorf("Cache-Status = %q, want %q", got, want)
 			}
 			if got, want := w.Header().Get("Retry-After"), "5"; got != want {
@@ -190,13 +191,13 @@ func TestBreakerOpenRefusesOrServesStale(t *testing.T) {
 		{desc: "stale-if-error serves stale", method: http.MethodGet, url: "http://example.com/c/sie",
 			status: 200, cache: "Weir; hit; ttl=-1; detail=circuit-open", body: "cached"},
 		{desc: "stale without stale-if-error is refused", method: http.MethodGet, url: "http://example.com/c1/nosie",
-			status: 503, cache: "Weir; fwd=stale; detail=circuit-open", retryAfter: "3"},
+			status: 503, cache: "Weir; fwd=stale; detail=circuit-open; key=example.com", retryAfter: "3"},
 		{desc: "a cold key is refused", method: http.MethodGet, url: "http://example.com/ok/cold",
-			status: 503, cache: "Weir; fwd=uri-miss; detail=circuit-open", retryAfter: "3"},
+			status: 503, cache: "Weir; fwd=uri-miss; detail=circuit-open; key=example.com", retryAfter: "3"},
 		{desc: "a cold HEAD is refused", method: http.MethodHead, url: "http://example.com/ok/head",
-			status: 503, cache: "Weir; fwd=uri-miss; detail=circuit-open", retryAfter: "3"},
+			status: 503, cache: "Weir; fwd=uri-miss; detail=circuit-open; key=example.com", retryAfter: "3"},
 		{desc: "POST is refused", method: http.MethodPost, url: "http://example.com/ok/post",
-			status: 503, cache: "Weir; fwd=method; detail=circuit-open", retryAfter: "3"},
+			status: 503, cache: "Weir; fwd=method; detail=circuit-open; key=example.com", retryAfter: "3"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -225,7 +226,7 @@ func TestBreakerOpenRefusesOrServesStale(t *testing.T) {
 			t.Errorf("Retry-After = %q, want %q", got, "3")
 		}
 		cs := w.Header().Get("Cache-Status")
-		if !strings.HasPrefix(cs, "Weir; fwd=uri-miss; ") || !strings.HasSuffix(cs, "; detail=circuit-open") {
+		if !strings.HasPrefix(cs, "Weir; fwd=uri-miss; ") || !strings.HasSuffix(cs, "; detail=circuit-open; key=example.com") {
 			t.Errorf("Cache-Status = %q, want fwd=uri-miss ending in detail=circuit-open", cs)
 		}
 		// RFC 8941 section 4.2.3.2: a parser keeps the last of two parameters with one name,
@@ -251,11 +252,12 @@ func TestBreakerScopes(t *testing.T) {
 		desc  string
 		scope string
 		held  []bool // per host, whether its requests are refused with circuit-open
+		key   string // the breaker the refusals name
 	}{
-		{desc: "the default is host", scope: "", held: []bool{true, false, false}},
-		{desc: "host", scope: breaker.ScopeHost, held: []bool{true, false, false}},
-		{desc: "domain", scope: breaker.ScopeDomain, held: []bool{true, true, false}},
-		{desc: "engine", scope: breaker.ScopeEngine, held: []bool{true, true, true}},
+		{desc: "the default is host", scope: "", held: []bool{true, false, false}, key: "example.com"},
+		{desc: "host", scope: breaker.ScopeHost, held: []bool{true, false, false}, key: "example.com"},
+		{desc: "domain", scope: breaker.ScopeDomain, held: []bool{true, true, false}, key: "example.com"},
+		{desc: "engine", scope: breaker.ScopeEngine, held: []bool{true, true, true}, key: "engine"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -280,7 +282,7 @@ func TestBreakerScopes(t *testing.T) {
 						}
 						continue
 					}
-					if w.Code != http.StatusServiceUnavailable || !strings.HasSuffix(cs, "; detail=circuit-open") || w.Header().Get("Retry-After") == "" {
+					if w.Code != http.StatusServiceUnavailable || !strings.HasSuffix(cs, "; detail=circuit-open; key="+tc.key) || w.Header().Get("Retry-After") == "" {
 						t.Errorf("%s%s: %d %q, Retry-After %q; want 503 circuit-open with Retry-After",
 							host, path, w.Code, cs, w.Header().Get("Retry-After"))
 					}
@@ -346,7 +348,7 @@ func TestBreakerProbe(t *testing.T) {
 		calls := o.callCount()
 		w := do(t, h, http.MethodGet, url)
 		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != retryAfter ||
-			w.Header().Get("Cache-Status") != "Weir; fwd=uri-miss; detail=circuit-open" {
+			w.Header().Get("Cache-Status") != "Weir; fwd=uri-miss; detail=circuit-open; key=example.com" {
 			t.Errorf("%s: status %d, Retry-After %q, Cache-Status %q; want 503, %q, detail=circuit-open",
 				what, w.Code, w.Header().Get("Retry-After"), w.Header().Get("Cache-Status"), retryAfter)
 		}
@@ -395,8 +397,13 @@ func TestNegativeCache(t *testing.T) {
 		// wantRetryAfter is the Retry-After of each answer from the negative entry: the
 		// origin's own as it counts down, else the entry's time left.
 		wantRetryAfter []string
+		// obeyed: the origin's Retry-After opened the breaker for 7s, which still holds
+		// the request after the negative entry's ttl.
+		obeyed bool
 	}{
-		{desc: "503 is remembered", url: "/s/503/a", wantNegative: true, status: 503, wantRetryAfter: []string{"7", "6", "6"}},
+		{desc: "503 is remembered", url: "/s/503/a", wantNegative: true, status: 503, wantRetryAfter: []string{"2", "1", "1"}},
+		{desc: "503 with Retry-After is remembered and obeyed", url: "/r/503/a", wantNegative: true, status: 503,
+			wantRetryAfter: []string{"7", "6", "6"}, obeyed: true},
 		{desc: "502 is remembered", url: "/s/502/a", wantNegative: true, status: 502, wantRetryAfter: []string{"2", "1", "1"}},
 		{desc: "504 is remembered", url: "/s/504/a", wantNegative: true, status: 504, wantRetryAfter: []string{"2", "1", "1"}},
 		{desc: "500 is not", url: "/s/500/a", status: 500},
@@ -449,6 +456,17 @@ func TestNegativeCache(t *testing.T) {
 			}
 			clock.Add(time.Millisecond)
 			w := do(t, h, http.MethodGet, url, tc.header...)
+			if tc.obeyed {
+				wantAnswer(t, w, http.StatusServiceUnavailable, "Weir; fwd=uri-miss; detail=circuit-open; key=example.com",
+					"origin unavailable, retry later\n")
+				if got := w.Header().Get("Retry-After"); got != "5" {
+					t.Errorf("after the ttl: Retry-After = %q, want the 5s left of the origin's 7", got)
+				}
+				if got := o.callCount(); got != 1 {
+					t.Errorf("after the ttl: origin calls = %d, want 1", got)
+				}
+				return
+			}
 			if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=uri-miss; detail=origin-error" {
 				t.Errorf("after the ttl: Cache-Status = %q, want the origin's answer", got)
 			}
@@ -535,7 +553,7 @@ func TestBreakerLearnsFrom(t *testing.T) {
 			}
 			calls := o.callCount()
 			w := do(t, h, http.MethodGet, "http://example.com/next")
-			open := w.Header().Get("Cache-Status") == "Weir; fwd=uri-miss; detail=circuit-open"
+			open := w.Header().Get("Cache-Status") == "Weir; fwd=uri-miss; detail=circuit-open; key=example.com"
 			if open != tc.wantOpen || open != (o.callCount() == calls) {
 				t.Errorf("after %d failures: status %d, Cache-Status %q, origin calls +%d; want breaker open %v",
 					breaker.DefaultMinRequests-1, w.Code, w.Header().Get("Cache-Status"), o.callCount()-calls, tc.wantOpen)

@@ -32,6 +32,8 @@ type engine struct {
 	// breaker is the one breaker of scope engine, found once: scope lookups cost
 	// interpreted calls on every origin fetch. Nil for the host (default) and domain scopes.
 	breaker *breaker.Breaker
+	// breakerPaths are breaker.paths, longest first (breaker.ParsePaths); nil for none.
+	breakerPaths []string
 	// breakerSync shares the breakers' open deadlines through a shared store.
 	breakerSync *breakerSync
 	breakerConf string
@@ -158,7 +160,10 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err := applyOverrides(e, old, s.BreakerOverrides); err != nil {
 		return nil, err
 	}
-	if s.Breaker.Scope == breaker.ScopeEngine {
+	if paths, _ := breaker.ParsePaths(s.BreakerPaths); len(paths) > 0 {
+		e.breakerPaths = paths
+	}
+	if s.Breaker.Scope == breaker.ScopeEngine && e.breakerPaths == nil {
 		e.breaker = e.breakers.Get(breaker.ScopeKey(breaker.ScopeEngine, ""), time.Time{})
 	}
 	if old.neg != nil && old.negConf == e.negConf {
@@ -184,8 +189,8 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s", e.fingerprint+e.breakerConf+e.negConf+e.missConf,
-		s.Limiter, s.AdminPath, s.LogFormat)
+	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s paths=%q ignore429=%v", e.fingerprint+e.breakerConf+e.negConf+e.missConf,
+		s.Limiter, s.AdminPath, s.LogFormat, e.breakerPaths, s.BreakerIgnoreStatus429)
 	registry.engines[name] = e
 	if e.conf != old.conf {
 		// Once per change, not once per router that the change rebuilds.

@@ -84,6 +84,13 @@ type Settings struct {
 	// BreakerCountStatus500 makes a 500 count as a failure; by default it is the origin
 	// answering.
 	BreakerCountStatus500 bool
+	// BreakerIgnoreStatus429 makes a 429 the origin answering, its Retry-After unheeded
+	// (breaker.countStatus429: false); by default a 429 is a failure, and a 429 or 503 with
+	// Retry-After opens the breaker for that long.
+	BreakerIgnoreStatus429 bool
+	// BreakerPaths are path prefixes (breaker.paths), each giving the requests under it a
+	// breaker of its own within their scope (breaker.PathKey). Nil: one breaker per scope.
+	BreakerPaths []string
 	// Negative is the negative cache (FR-NEG-1..4); zero fields are its defaults.
 	Negative neg.Settings
 	// MissRate is the miss-rate detector (FR-MR-1, FR-MR-2); by default it only reports.
@@ -189,6 +196,9 @@ func (s Settings) validate() error {
 		}
 	}
 	if err := s.Breaker.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSettings, err)
+	}
+	if _, err := breaker.ParsePaths(s.BreakerPaths); err != nil {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if err := s.MissRate.Validate(); err != nil {

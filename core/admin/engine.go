@@ -72,6 +72,13 @@ type Breaker struct {
 	// Requests and Failures are the window's counts.
 	Requests int `json:"requests"`
 	Failures int `json:"failures"`
+	// Slow is how many of them were slower than breaker.slowCall.
+	Slow int `json:"slow,omitempty"`
+	// ProbesOK is how many probes in a row succeeded while half-open, of breaker.probes.
+	ProbesOK int `json:"probesOK,omitempty"`
+	// Reason is why it last opened on its own ("failure-ratio", "slow-calls",
+	// "retry-after", "probe-failed", "probe-slow"); empty before it ever did.
+	Reason string `json:"reason,omitempty"`
 	// Declared marks a key added by hand or given an override.
 	Declared bool `json:"declared,omitempty"`
 	// Params are its effective parameters.

@@ -154,10 +154,11 @@ function showBreaker(tr, b) {
   if (tr.className !== cls) tr.className = cls;
   setText($("td.state", tr), b.state);
   setText($("td.left", tr), fmtSeconds(b.openLeftSeconds));
-  setText($("td.opener", tr), b.openedBy || "");
+  setText($("td.opener", tr), (b.openedBy || "") + (b.openedBy === "auto" && b.reason ? " (" + b.reason + ")" : "") +
+    (b.probesOK ? ", " + b.probesOK + " probes ok" : ""));
   setText($("td.last", tr), b.lastStatus ? String(b.lastStatus) : "");
   setText($("td.trips", tr), String(b.trips));
-  setText($("td.window", tr), b.failures + "/" + b.requests + " failed");
+  setText($("td.window", tr), b.failures + "/" + b.requests + " failed" + (b.slow ? ", " + b.slow + " slow" : ""));
   const p = $("td.params", tr), shown = JSON.stringify(b.params || []);
   if (p.dataset.shown !== shown) { p.replaceChildren(paramList(b.params)); p.dataset.shown = shown; }
 }

@@ -97,7 +97,7 @@ func (o Override) String() string {
 // api.example.com is one for example.com; under scope engine any key names the engine's
 // one breaker.
 func (g *Group) SetOverride(key string, o Override) error {
-	key = ScopeKey(g.s.Scope, key)
+	key = ScopePathKey(g.s.Scope, key)
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("override of %q: %w", key, err)
 	}
@@ -119,7 +119,7 @@ func (g *Group) SetOverride(key string, o Override) error {
 // An override the key has stays. It returns ErrTooManyKeys for a key not yet declared when
 // MaxBreakers keys are. key is reduced as SetOverride says.
 func (g *Group) Declare(key string) error {
-	key = ScopeKey(g.s.Scope, key)
+	key = ScopePathKey(g.s.Scope, key)
 	g.mu.Lock()
 	_, err := g.pin(key)
 	g.mu.Unlock()
@@ -130,7 +130,7 @@ func (g *Group) Declare(key string) error {
 // the breaker stays, with its state, among the others the group may evict. It reports
 // whether key was declared or overridden. key is reduced as SetOverride says.
 func (g *Group) RemoveOverride(key string) bool {
-	key = ScopeKey(g.s.Scope, key)
+	key = ScopePathKey(g.s.Scope, key)
 	g.mu.Lock()
 	n := g.nodes[key]
 	if n == nil || !n.pinned {

@@ -182,6 +182,14 @@ func PathKey(key string, prefixes []string, path string) string {
 	return key
 }
 
+// ScopePathKey is ScopeKey for a key that may carry a breaker.paths prefix (PathKey), as an
+// operator names a breaker: the part before the path is reduced to scope's key, the path
+// kept.
+func ScopePathKey(scope, key string) string {
+	host, path := SplitPathKey(key)
+	return ScopeKey(scope, host) + path
+}
+
 // SplitPathKey returns the scope key and the path prefix of a key PathKey made, the prefix
 // empty for a scope's own breaker's: a key's path begins at its first "/", which no host
 // holds.
