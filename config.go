@@ -43,6 +43,8 @@ func (c *Config) settings() (core.Settings, error) {
 		{"breaker.window", c.Breaker.Window, &s.Breaker.Window},
 		{"breaker.openFor", c.Breaker.OpenFor, &s.Breaker.OpenFor},
 		{"breaker.maxOpenFor", c.Breaker.MaxOpenFor, &s.Breaker.MaxOpenFor},
+		{"breaker.slowCall", c.Breaker.SlowCall, &s.Breaker.SlowCall},
+		{"breaker.probeInterval", c.Breaker.ProbeInterval, &s.Breaker.ProbeInterval},
 		{"negative.ttl", c.Negative.TTL, &s.Negative.TTL},
 		{"missRate.window", c.MissRate.Window, &s.MissRate.Window},
 	}
@@ -68,6 +70,7 @@ func (c *Config) settings() (core.Settings, error) {
 		{"limiter.maxPerHost", c.Limiter.MaxPerHost, &s.Limiter.MaxPerHost},
 		{"limiter.maxUpload", c.Limiter.MaxUpload, &s.Limiter.MaxUpload},
 		{"breaker.minRequests", c.Breaker.MinRequests, &s.Breaker.MinRequests},
+		{"breaker.probes", c.Breaker.Probes, &s.Breaker.Probes},
 		{"negative.maxEntries", c.Negative.MaxEntries, &s.Negative.MaxEntries},
 		{"missRate.minMisses", c.MissRate.MinMisses, &s.MissRate.MinMisses},
 	}
@@ -112,15 +115,24 @@ func (c *Config) protections(s *core.Settings) error {
 	if s.BreakerOverrides, err = breaker.ParseOverrides(scope, splitList(c.Breaker.Overrides)); err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
-	if v := strings.TrimSpace(c.Breaker.FailureRatio); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f <= 0 || f > 1 {
-			return fmt.Errorf("%w: breaker.failureRatio: %q must be a number above 0 and at most 1", errConfig, c.Breaker.FailureRatio)
-		}
-		s.Breaker.FailureRatio = f
+	if s.Breaker.FailureRatio, err = parseRatio("breaker.failureRatio", c.Breaker.FailureRatio); err != nil {
+		return err
+	}
+	if s.Breaker.SlowCallRatio, err = parseRatio("breaker.slowCallRatio", c.Breaker.SlowCallRatio); err != nil {
+		return err
 	}
 	if s.BreakerCountStatus500, err = parseBool("breaker.countStatus500", c.Breaker.CountStatus500); err != nil {
 		return err
+	}
+	if strings.TrimSpace(c.Breaker.CountStatus429) != "" {
+		count, err := parseBool("breaker.countStatus429", c.Breaker.CountStatus429)
+		if err != nil {
+			return err
+		}
+		s.BreakerIgnoreStatus429 = !count
+	}
+	if s.BreakerPaths, err = breaker.ParsePaths(splitList(c.Breaker.Paths)); err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
 	}
 	if v := strings.TrimSpace(c.MissRate.Ratio); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -151,6 +163,19 @@ func (c *Config) protections(s *core.Settings) error {
 		s.StoreNoNearCache = !near
 	}
 	return nil
+}
+
+// parseRatio reads a number above 0 and at most 1. Empty means unset (the default).
+func parseRatio(field, value string) (float64, error) {
+	v := strings.TrimSpace(value)
+	if v == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0 && f <= 1) {
+		return 0, fmt.Errorf("%w: %s: %q must be a number above 0 and at most 1", errConfig, field, value)
+	}
+	return f, nil
 }
 
 // parseBool reads "true" or "false" (and 1/0, yes/no); empty means false.

@@ -32,6 +32,7 @@ type listField struct {
 var listFields = []listField{
 	{"key.queryDrop", func(c *Config, list []string) { c.Key.QueryDrop = list }},
 	{"breaker.overrides", func(c *Config, list []string) { c.Breaker.Overrides = list }},
+	{"breaker.paths", func(c *Config, list []string) { c.Breaker.Paths = list }},
 	{"admin.allow", func(c *Config, list []string) { c.Admin.Allow = list }},
 }
 

@@ -106,6 +106,18 @@ type BreakerConfig struct {
 	MaxOpenFor string `json:"maxOpenFor,omitempty"`
 	// CountStatus500 counts a 500 as a failure ("false": a 500 is the origin answering).
 	CountStatus500 string `json:"countStatus500,omitempty"`
+	// CountStatus429 counts a 429 as a failure, and obeys its Retry-After ("true").
+	CountStatus429 string `json:"countStatus429,omitempty"`
+	// SlowCall makes an answer slower than it a slow call ("": none is); SlowCallRatio of
+	// slow calls in the window opens the breaker ("0.5").
+	SlowCall      string `json:"slowCall,omitempty"`
+	SlowCallRatio string `json:"slowCallRatio,omitempty"`
+	// Probes that must succeed in a row to close it ("1"), ProbeInterval apart ("1s", give or
+	// take 20%).
+	Probes        string `json:"probes,omitempty"`
+	ProbeInterval string `json:"probeInterval,omitempty"`
+	// Paths are path prefixes ("/search"), each with a breaker of its own within its scope.
+	Paths []string `json:"paths,omitempty"`
 	// Overrides give scope keys parameters of their own, one string each:
 	// "api.example.com: window=30s failureRatio=0.3" (names: window, minRequests,
 	// failureRatio, openFor, maxOpenFor). A list, not a map: hosts hold dots, which labels

@@ -38,6 +38,12 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"breaker ratio", func(c *Config) { c.Breaker.FailureRatio = "1.5" }, "breaker.failureRatio", "1.5"},
 		{"breaker flag", func(c *Config) { c.Breaker.CountStatus500 = "maybe" }, "breaker.countStatus500", "maybe"},
 		{"breaker window", func(c *Config) { c.Breaker.Window = "-1s" }, "breaker.window", "-1s"},
+		{"breaker 429 flag", func(c *Config) { c.Breaker.CountStatus429 = "perhaps" }, "breaker.countStatus429", "perhaps"},
+		{"breaker slow call", func(c *Config) { c.Breaker.SlowCall = "slow" }, "breaker.slowCall", "slow"},
+		{"breaker slow call ratio", func(c *Config) { c.Breaker.SlowCallRatio = "0" }, "breaker.slowCallRatio", "0"},
+		{"breaker probes", func(c *Config) { c.Breaker.Probes = "three" }, "breaker.probes", "three"},
+		{"breaker probe interval", func(c *Config) { c.Breaker.ProbeInterval = "-2s" }, "breaker.probeInterval", "-2s"},
+		{"breaker paths", func(c *Config) { c.Breaker.Paths = []string{"/ok,search"} }, "breaker.paths[1]", "search"},
 		{"negative ttl", func(c *Config) { c.Negative.TTL = "later" }, "negative.ttl", "later"},
 		{"negative size", func(c *Config) { c.Negative.MaxEntries = "x" }, "negative.maxEntries", "x"},
 		{"miss ratio", func(c *Config) { c.MissRate.Ratio = "2" }, "missRate.ratio", "2"},
@@ -70,12 +76,26 @@ func TestConfigFromLabelStrings(t *testing.T) {
 	c.Coalesce.FollowerMaxWait = "1500ms"
 	c.Limiter.MaxConcurrent = "32"
 	c.Store.NearCache = "false"
+	c.Breaker.Paths = []string{"/search, /checkout/"}
+	c.Breaker.CountStatus429 = "false"
+	c.Breaker.SlowCall = "200ms"
+	c.Breaker.SlowCallRatio = "0.3"
+	c.Breaker.Probes = "3"
+	c.Breaker.ProbeInterval = "2"
 	s, err := c.settings()
 	if err != nil {
 		t.Fatalf("settings: %v", err)
 	}
 	if got, want := strings.Join(s.QueryDrop, " "), "utm_source utm_medium"; got != want {
 		t.Errorf("QueryDrop = %q, want %q", got, want)
+	}
+	if got, want := strings.Join(s.BreakerPaths, " "), "/checkout/ /search"; got != want {
+		t.Errorf("BreakerPaths = %q, want %q (longest first)", got, want)
+	}
+	if b := s.Breaker; !s.BreakerIgnoreStatus429 || b.SlowCall != 200*time.Millisecond || b.SlowCallRatio != 0.3 ||
+		b.Probes != 3 || b.ProbeInterval != 2*time.Second {
+		t.Errorf("breaker settings = %+v, ignore 429 %v; want slowCall 200ms, ratio 0.3, 3 probes 2s apart, 429 ignored",
+			b, s.BreakerIgnoreStatus429)
 	}
 	if !s.StoreNoNearCache {
 		t.Errorf("StoreNoNearCache = false with store.nearCache \"false\", want true")
