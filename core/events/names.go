@@ -6,10 +6,17 @@ package events
 const (
 	// BreakerOpened: an origin breaker opened on its own, a trip of a closed breaker or a
 	// failed probe.
-	// Fields: scope (Str, the breaker's scope key), reason (Str: "failure-ratio",
-	// "consecutive-failures" or "probe-failed"), ratio (Float, the window's failure ratio),
-	// failures and requests (Int, the results the window counted), open_for (Dur, the open
-	// period, jitter included). A failed probe passes scope, reason and open_for only.
+	// Fields: scope (Str, the breaker's scope key, with its breaker.paths prefix if any),
+	// reason (Str: "failure-ratio", "slow-calls", "retry-after", "probe-failed" or
+	// "probe-slow"), then by reason:
+	//   - failure-ratio: ratio (Float, the window's failure ratio), failures and requests
+	//     (Int, the results the window counted);
+	//   - slow-calls: ratio (Float, the window's share of slow calls), slow and requests
+	//     (Int), slow_call (Dur, breaker.slowCall);
+	//   - retry-after: status (Int, the origin's 429 or 503), retry_after (Dur, the wait it
+	//     asked for, capped at breaker.maxOpenFor), whether a trip or a probe's answer;
+	//   - probe-failed, probe-slow: nothing more;
+	// and last open_for (Dur, the open period, jitter included).
 	BreakerOpened = "breaker_opened"
 	// BreakerHalfOpen: an open breaker's deadline passed and it let a probe through.
 	// Fields: scope (Str), open_for (Dur, how long it was open).
