@@ -177,6 +177,8 @@ func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
 	st := b.Status(now)
 	key := scopeLabel(b.Key())
 	switch {
+	case change == breaker.Recovered:
+		e.events.current().Emit(events.BreakerClosed, events.Str("scope", key))
 	case st.TripReason == breaker.ReasonRetryAfter:
 		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
 			events.Int("status", st.LastFailure), events.Dur("retry_after", st.TripRetryAfter), events.Dur("open_for", st.OpenLeft))
@@ -196,8 +198,6 @@ func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
 	case change == breaker.Reopened:
 		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
 			events.Dur("open_for", st.OpenLeft))
-	case change == breaker.Recovered:
-		e.events.current().Emit(events.BreakerClosed, events.Str("scope", key))
 	}
 }
 

@@ -110,6 +110,12 @@ func TestOriginRetryAfterOpensTheBreaker(t *testing.T) {
 			clock.Add(time.Millisecond)
 			wantCode(t, "the probe", do(t, h, "GET", "http://example.com/ok/3"), 200)
 			wantCalls(t, o, 2)
+			if got := logs.with("event=breaker_closed "); len(got) != 1 {
+				t.Errorf("breaker_closed lines %q, want one after the probe", got)
+			}
+			if got := logs.with("event=breaker_opened "); len(got) != 1 {
+				t.Errorf("breaker_opened lines after the probe %q, want still one", got)
+			}
 			wantCode(t, "after the probe", do(t, h, "GET", "http://example.com/ok/4"), 200)
 		})
 	}
