@@ -413,12 +413,12 @@ func cbTimeline(replies []cbReply, hits []cbHit) string {
 }
 
 // TestNegativeCacheRetryLoop: a client retrying one failing URL as fast as it can (the origin
-// answers 503 and nothing is stored) reaches the origin at most once per negative.ttl (2s);
-// the others get the remembered 503 without a body. A 500, a 404 and a request with
-// Authorization are not remembered: every retry reaches the origin (FR-NEG-1, FR-NEG-2,
-// FR-NEG-4). The breaker's minRequests is raised out of reach so that only the negative
-// cache stands between the loop and the origin. The loop's thousands of negative answers on
-// one URL raise no miss_rate_anomaly.
+// answers 503 with Retry-After: 5 and nothing is stored) reaches the origin once: the others
+// get the remembered 503 without a body for negative.ttl (2s), then the breaker's 503, which
+// the origin's Retry-After opened. A 500, a 404 and a request with Authorization are not
+// remembered: every retry reaches the origin (FR-NEG-1, FR-NEG-2, FR-NEG-4). The breaker's
+// minRequests is raised out of reach so that no failure ratio opens it. The loop's thousands
+// of negative answers on one URL raise no miss_rate_anomaly.
 func TestNegativeCacheRetryLoop(t *testing.T) {
 	const (
 		ttl      = 2 * time.Second
@@ -446,16 +446,28 @@ func TestNegativeCacheRetryLoop(t *testing.T) {
 	conf["breaker"] = map[string]interface{}{"minRequests": "100000"}
 	tr := startTraefik(t, o, cachedRoute("neg", "/neg", "weir-neg", conf))
 
+	// The origin's 503 says Retry-After: 5, which opens the breaker of its host (the loop's
+	// Host of its own, leaving the other subtests' alone) for 5s: the negative entry answers
+	// for its ttl, then the breaker until the 5s are up.
 	t.Run("retry loop on a 503", func(t *testing.T) {
+		loopHost := map[string]string{"Host": "loop.example"}
 		began := time.Now()
-		n, negative := 0, 0
+		n, negative, open := 0, 0, 0
 		for time.Since(began) < loopFor && n < maxLoops {
-			r := get(t, tr, "/neg/503")
+			r := send(t, tr, http.MethodGet, "/neg/503", loopHost)
 			n++
 			if r.status != http.StatusServiceUnavailable {
 				t.Fatalf("request %d: status %d, want 503", n, r.status)
 			}
 			cs := r.cacheStatus()
+			if cs.params["detail"] == "circuit-open" {
+				open++
+				if ra, err := strconv.Atoi(r.header.Get("Retry-After")); cs.params["key"] != "loop.example" || err != nil || ra < 1 || ra > 6 {
+					t.Errorf("request %d: Cache-Status %q, Retry-After %q; want the breaker of loop.example with what is left of the origin's 5s",
+						n, cs, r.header.Get("Retry-After"))
+				}
+				continue
+			}
 			if cs.params["detail"] != "negative" {
 				continue
 			}
@@ -471,16 +483,20 @@ func TestNegativeCacheRetryLoop(t *testing.T) {
 		elapsed := time.Since(began)
 		hits := o.Count("/neg/503")
 		most := int64(math.Ceil(elapsed.Seconds()/ttl.Seconds())) + 1
-		t.Logf("%d sequential requests in %v: %d reached the origin, %d answered from negative entries (at most %d allowed)",
-			n, elapsed.Round(time.Millisecond), hits, negative, most)
+		t.Logf("%d sequential requests in %v: %d reached the origin, %d answered from negative entries (at most %d allowed), %d by the open breaker",
+			n, elapsed.Round(time.Millisecond), hits, negative, most, open)
 		if hits > most {
 			t.Errorf("origin requests = %d in %v, want at most ceil(duration/ttl)+1 = %d", hits, elapsed.Round(time.Millisecond), most)
 		}
-		if hits < 2 {
-			t.Errorf("origin requests = %d in %v, want the entry to expire and the origin to be asked again", hits, elapsed.Round(time.Millisecond))
+		if hits != 1 {
+			t.Errorf("origin requests = %d in %v, want 1: the origin said Retry-After: 5", hits, elapsed.Round(time.Millisecond))
 		}
-		if int64(n)-hits != int64(negative) {
-			t.Errorf("%d requests, %d origin requests, %d negative answers: every other request should be a negative answer", n, hits, negative)
+		if negative == 0 || open == 0 {
+			t.Errorf("%d negative answers and %d from the open breaker, want both: the entry for its ttl, then the breaker", negative, open)
+		}
+		if int64(n)-hits != int64(negative+open) {
+			t.Errorf("%d requests, %d origin requests, %d negative answers, %d from the breaker: every other request should be one of those",
+				n, hits, negative, open)
 		}
 		// Negative answers are the cache's: a retry loop on one URL is no cache-busting flood.
 		if lines := mrAnomalies(t, tr, "weir-neg"); len(lines) > 0 {

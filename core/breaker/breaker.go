@@ -249,8 +249,9 @@ func (b *Breaker) Record(p Permit, status int, failed bool, now time.Time) int {
 // kept as Status.LastFailure when failed, counted or not; took is how long the call took and
 // retryAfter the wait the origin asked for with a failure (its Retry-After; 0 for none).
 //
-// A failure with a retryAfter opens a closed breaker at once for at least that long, capped
-// at MaxOpenFor, and never for less than an ordinary trip: the origin said when to come back.
+// A failure with a retryAfter opens a closed breaker at once for that long, capped at
+// MaxOpenFor, and up to Jitter longer (never shorter), so that instances told alike do not
+// all come back at once: the origin said when to come back.
 // Otherwise, with MinRequests results in the window and at least FailureRatio of them failed
 // (FR-CB-2), or, with SlowCall set, at least SlowCallRatio of them slower than SlowCall,
 // successes or not, the breaker opens; under ConsecutiveFailures, with that many failures in
@@ -299,7 +300,7 @@ func (b *Breaker) RecordCall(p Permit, status int, failed bool, took, retryAfter
 			return Unchanged
 		}
 		if failed && retryAfter > 0 {
-			until = tripRetryAfter(b, now, b.s.OpenFor, retryAfter, r)
+			until = tripRetryAfter(b, now, 0, retryAfter, r)
 		} else if b.s.ConsecutiveFailures > 0 {
 			if !countRun(b, failed) {
 				b.mu.Unlock()
@@ -348,10 +349,10 @@ func tripRule(s *Settings, c Counts) string {
 	return ""
 }
 
-// tripRetryAfter opens b for base, jittered, but at least until ra from now, the origin's
-// Retry-After capped at MaxOpenFor, and returns the deadline; the next failed probe doubles
-// the longer of the two. b.mu must be held. A function of its own: one result in many
-// carries a Retry-After.
+// tripRetryAfter opens b for the longer of base and ra, the origin's Retry-After capped at
+// MaxOpenFor, jittered but never below ra, and returns the deadline; the next failed probe
+// doubles that period. b.mu must be held. A function of its own: one result in many carries
+// a Retry-After.
 func tripRetryAfter(b *Breaker, now time.Time, base, ra time.Duration, r float64) time.Time {
 	if ra > b.s.MaxOpenFor {
 		ra = b.s.MaxOpenFor

@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// A failure that carries the origin's Retry-After opens a closed breaker at once, for at
-// least that long and at most MaxOpenFor, whatever the window holds.
+// A failure that carries the origin's Retry-After opens a closed breaker at once, for that
+// long (up to Jitter longer, never shorter) and at most MaxOpenFor, whatever the window holds
+// and whatever openFor says.
 func TestRetryAfterOpensAtOnce(t *testing.T) {
 	tests := []struct {
 		desc       string
@@ -17,7 +18,7 @@ func TestRetryAfterOpensAtOnce(t *testing.T) {
 		{desc: "longer than openFor", retryAfter: 30 * time.Second, rand: 0.5, want: 30 * time.Second},
 		{desc: "longer than openFor, jitter up", retryAfter: 30 * time.Second, rand: 1, want: 36 * time.Second},
 		{desc: "longer than openFor, jitter down is not below it", retryAfter: 30 * time.Second, rand: 0, want: 30 * time.Second},
-		{desc: "shorter than openFor", retryAfter: time.Second, rand: 0.5, want: DefaultOpenFor},
+		{desc: "shorter than openFor", retryAfter: time.Second, rand: 0.5, want: time.Second},
 		{desc: "capped at maxOpenFor", retryAfter: time.Hour, rand: 0.5, want: DefaultMaxOpenFor},
 	}
 	for _, tc := range tests {
