@@ -148,8 +148,8 @@ type Breaker struct {
 	// lastFailure is the HTTP status of the last failure recorded; 0 for none, or for
 	// failures that carry no status.
 	lastFailure int
-	// trip is the window's counts when a ratio last tripped it, for the event that says why
-	// it opened; tripReason why it last opened on its own (ReasonFailureRatio, ...), and
+	// tripCounts is the window's counts when a ratio last tripped it, for the event that says
+	// why it opened; tripReason why it last opened on its own (ReasonFailureRatio, ...), and
 	// tripRetryAfter the origin's wait it obeyed then, capped at MaxOpenFor (zero: none).
 	tripCounts     Counts
 	tripReason     string
