@@ -64,19 +64,30 @@ func TestFailuresWhileOpenChangeNothing(t *testing.T) {
 			until: t0.Add(time.Minute), opener: OpenedManual},
 		{desc: "open on its own", open: func(t *testing.T, b *Breaker) { feed(t, b, DefaultMinRequests, true, t0) },
 			until: t0.Add(DefaultOpenFor), opener: OpenedAuto, trips: 1},
+		{desc: "open on the origin's Retry-After", open: func(t *testing.T, b *Breaker) {
+			b.RecordCall(b.Allow(t0), 429, true, 0, 7*time.Second, t0)
+		}, until: t0.Add(7 * time.Second), opener: OpenedAuto, trips: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			b := newTestBreaker(t, Settings{})
+			b := newTestBreaker(t, Settings{SlowCall: time.Second})
 			inFlight := make([]Permit, 3*DefaultMinRequests)
 			for i := range inFlight {
 				inFlight[i] = b.Allow(t0)
 			}
 			tc.open(t, b)
 			now := t0.Add(time.Second)
-			for _, p := range inFlight {
-				if got := b.Record(p, 503, true, now); got != Unchanged {
-					t.Fatalf("Record() of a failure while open = %d, want Unchanged", got)
+			// Plain failures, slow calls and failures naming a Retry-After alike.
+			for i, p := range inFlight {
+				var took, retryAfter time.Duration
+				switch i % 3 {
+				case 1:
+					took = time.Hour
+				case 2:
+					retryAfter = 30 * time.Minute
+				}
+				if got := b.RecordCall(p, 503, true, took, retryAfter, now); got != Unchanged {
+					t.Fatalf("RecordCall() of a failure while open (took %v, Retry-After %v) = %d, want Unchanged", took, retryAfter, got)
 				}
 			}
 			wantOpen(t, b, now, tc.until, tc.opener, tc.trips)
@@ -212,4 +223,16 @@ func concurrentTrip(t *testing.T, failed bool, took, retryAfter time.Duration) {
 		t.Errorf("%d failures together: %d Tripped, Trips = %d, OnTrip calls = %d, state %s; want 1, 1, 1, open",
 			callers, tripped, st.Trips, calls, StateName(st.State))
 	}
+}
+
+// Closing by hand clears the slow calls with the rest of the window.
+func TestForceCloseClearsSlowCalls(t *testing.T) {
+	b := newTestBreaker(t, Settings{SlowCall: time.Second, MinRequests: 4})
+	feedTimed(t, b, 3, false, 2*time.Second, t0)
+	b.ForceClose(t0)
+	if got := b.Counts(t0); got != (Counts{}) {
+		t.Fatalf("Counts() after ForceClose = %+v, want none", got)
+	}
+	feedTimed(t, b, 1, false, 2*time.Second, t0)
+	wantState(t, b, t0, StateClosed)
 }
