@@ -58,6 +58,9 @@ type fleetRecord struct {
 // runs (process memory: nothing to share).
 type fleet struct {
 	key    string
+	// countsKey is the counts record's key, id this instance's name in it (fleetcounts.go).
+	countsKey string
+	id        string
 	group  *breaker.Group
 	now    func() time.Time
 	logger func(string)
@@ -70,10 +73,13 @@ type fleet struct {
 	// shared is the overrides as the record stood when last applied.
 	shared map[string]string
 	stop   chan struct{}
+	// countsPublished says that the counts record holds this instance's counts.
+	countsPublished bool
 }
 
 func newFleet(name string, group *breaker.Group, now func() time.Time) *fleet {
-	return &fleet{key: fleetKeyPrefix + name, group: group, now: now, shared: map[string]string{}}
+	return &fleet{key: fleetKeyPrefix + name, countsKey: fleetCountsPrefix + name, id: newInstanceID(), group: group, now: now,
+		shared: map[string]string{}}
 }
 
 // setStore points the fleet at the shared store st (nil: none), starting or stopping its
@@ -125,6 +131,7 @@ func (f *fleet) pollOnce() {
 		return
 	}
 	defer recoverTo(log, "reading the breakers' control record")
+	f.shareCounts(st)
 	rec, err := f.read(st)
 	if err != nil || rec == nil {
 		return

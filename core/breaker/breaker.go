@@ -140,6 +140,9 @@ type Breaker struct {
 	probeAfter time.Time
 	trips      uint64
 	win        window
+	// fleet is the other instances' counts for this key (SetFleetCounts), added to the
+	// window's when a ratio is judged; zero without a fleet, or when the store fails.
+	fleet Counts
 	// run is the failures in a row while closed, under ConsecutiveFailures.
 	run int
 	// opener says who opened the breaker (OpenedAuto, OpenedManual, OpenedShared); empty
@@ -314,7 +317,7 @@ func (b *Breaker) RecordCall(p Permit, status int, failed bool, took, retryAfter
 				b.mu.Unlock()
 				return Unchanged
 			}
-			c := b.win.counts(now)
+			c := b.win.counts(now).Add(b.fleet)
 			reason := tripRule(&b.s, c)
 			if reason == "" {
 				b.mu.Unlock()
@@ -595,6 +598,7 @@ func (b *Breaker) close() {
 	b.probeOK = 0
 	b.probeAfter = time.Time{}
 	b.win.reset()
+	b.fleet = Counts{}
 	b.run = 0
 	if b.s.ConsecutiveFailures > 0 {
 		atomic.StoreUint64(&b.quiet, b.gen)

@@ -109,6 +109,50 @@ func (b *Breaker) Counts(now time.Time) Counts {
 	return c
 }
 
+// SetFleetCounts sets the other instances' counts for b's key, which the ratio rules add to
+// b's own window's (zero: b's own alone). They are judged as a result is recorded: a fleet
+// whose ratio has crossed opens each instance's breaker at its next failure or slow call.
+// Closing b clears them until the next call.
+func (b *Breaker) SetFleetCounts(c Counts) {
+	b.mu.Lock()
+	b.fleet = c
+	b.mu.Unlock()
+}
+
+// WindowCounts returns the counts of every breaker of g whose window holds a result at now,
+// by key: what an instance shares with the others (Breaker.Counts).
+func (g *Group) WindowCounts(now time.Time) map[string]Counts {
+	g.mu.Lock()
+	bs := make([]*Breaker, 0, len(g.nodes))
+	for _, n := range g.nodes {
+		bs = append(bs, n.b)
+	}
+	g.mu.Unlock()
+	out := make(map[string]Counts)
+	for _, b := range bs {
+		if c := b.Counts(now); c != (Counts{}) {
+			out[b.key] = c
+		}
+	}
+	return out
+}
+
+// SetFleetCounts gives each breaker of g the other instances' counts for its key in m, and
+// zero to those m does not name (nil m: every breaker judges its own counts alone, as when
+// the shared store fails). Keys of m without a breaker here make none: an instance that saw
+// no result for a key has nothing to record against it.
+func (g *Group) SetFleetCounts(m map[string]Counts) {
+	g.mu.Lock()
+	bs := make([]*Breaker, 0, len(g.nodes))
+	for _, n := range g.nodes {
+		bs = append(bs, n.b)
+	}
+	g.mu.Unlock()
+	for _, b := range bs {
+		b.SetFleetCounts(m[b.key])
+	}
+}
+
 // Snapshot returns the status of every breaker of g, declared ones among them, ordered by
 // key.
 func (g *Group) Snapshot(now time.Time) []Status {
