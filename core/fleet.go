@@ -57,13 +57,13 @@ type fleetRecord struct {
 // fleet shares one breaker group's operator actions. Its zero stop channel means no loop
 // runs (process memory: nothing to share).
 type fleet struct {
-	key    string
+	key string
 	// countsKey is the counts record's key, id this instance's name in it (fleetcounts.go).
 	countsKey string
 	id        string
-	group  *breaker.Group
-	now    func() time.Time
-	logger func(string)
+	group     *breaker.Group
+	now       func() time.Time
+	logger    func(string)
 
 	// mu guards the fields below.
 	mu sync.Mutex
