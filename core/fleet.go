@@ -54,8 +54,9 @@ type fleetRecord struct {
 	Actions   []fleetAction     `json:"actions"`
 }
 
-// fleet shares one breaker group's operator actions. Its zero stop channel means no loop
-// runs (process memory: nothing to share).
+// fleet shares one breaker group's operator actions, and its window counts
+// (fleetcounts.go). Its zero stop channel means no loop runs (process memory: nothing to
+// share).
 type fleet struct {
 	key string
 	// countsKey is the counts record's key, id this instance's name in it (fleetcounts.go).
