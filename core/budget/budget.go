@@ -1,0 +1,207 @@
+// Package budget is Weir's request budgets: token buckets that bound how many requests a
+// key (a client, a host) may send per period, with a burst saved up while it is quiet.
+//
+// Each bucket is one integer, its theoretical arrival time (the generic cell rate
+// algorithm, ITU-T I.371): a request is allowed while the time its bucket is booked up to,
+// after it, stays within the burst of now. A bucket booked up to no later than now is full,
+// the same as no bucket at all, so a bucket idle for its burst is dropped without changing
+// any answer.
+//
+// Buckets live in a Table bounded in entries: two generations of maps, the current one and
+// the one before. A bucket used is moved to the current generation; the generations turn
+// when the current one is full or when a burst has passed, and the one before is dropped.
+// Whatever a flood of distinct keys sends, a Table holds at most MaxBuckets buckets. A
+// turn forced by a full generation drops buckets that were not yet full: under such a
+// flood a key idle for a whole generation starts again with its burst.
+//
+// The package knows nothing of HTTP: the engine decides what a key is and what to answer.
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Errors of ParseRate and New.
+var (
+	// ErrRate: a rate that is not N/10s, N/1s or N/1m with N at least 1.
+	ErrRate = errors.New("not a rate such as \"200/10s\"")
+	// ErrSettings: a setting no default can stand for.
+	ErrSettings = errors.New("invalid budget setting")
+)
+
+// DefaultMaxBuckets bounds a Table's buckets when Settings.MaxBuckets is zero: about 10MB
+// of keys and integers with IPv6 /64 keys.
+const DefaultMaxBuckets = 100000
+
+// Rate is N requests per Per.
+type Rate struct {
+	N   int
+	Per time.Duration
+}
+
+// String writes r as ParseRate reads it.
+func (r Rate) String() string {
+	switch r.Per {
+	case time.Minute:
+		return strconv.Itoa(r.N) + "/1m"
+	case time.Second:
+		return strconv.Itoa(r.N) + "/1s"
+	}
+	return strconv.Itoa(r.N) + "/" + r.Per.String()
+}
+
+// Interval is the time one request of r takes from its bucket: Per/N.
+func (r Rate) Interval() time.Duration {
+	if r.N <= 0 {
+		return 0
+	}
+	return r.Per / time.Duration(r.N)
+}
+
+// ParseRate reads "N/10s", "N/1s" or "N/1m" (also "N/s", "N/m"), N a whole number of at
+// least 1.
+func ParseRate(s string) (Rate, error) {
+	v := strings.TrimSpace(s)
+	i := strings.IndexByte(v, '/')
+	if i < 0 {
+		return Rate{}, ErrRate
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v[:i]))
+	if err != nil || n < 1 || n > 1000000000 {
+		return Rate{}, ErrRate
+	}
+	var per time.Duration
+	switch strings.TrimSpace(v[i+1:]) {
+	case "10s":
+		per = 10 * time.Second
+	case "1s", "s":
+		per = time.Second
+	case "1m", "m", "60s":
+		per = time.Minute
+	default:
+		return Rate{}, ErrRate
+	}
+	return Rate{N: n, Per: per}, nil
+}
+
+// Settings configures a Table.
+type Settings struct {
+	// Rate is what each bucket allows. Required: a Table without a rate is an error.
+	Rate Rate
+	// Burst is how much of its rate a bucket saves up while quiet: 2s of 200/10s is 40
+	// requests at once. Zero: one request's interval, no burst.
+	Burst time.Duration
+	// MaxBuckets bounds the buckets held. Zero: DefaultMaxBuckets.
+	MaxBuckets int
+}
+
+// Validate names the first setting that is wrong.
+func (s Settings) Validate() error {
+	if s.Rate.N < 1 || s.Rate.Per <= 0 {
+		return fmt.Errorf("%w: rate %d/%s", ErrSettings, s.Rate.N, s.Rate.Per)
+	}
+	if s.Burst < 0 {
+		return fmt.Errorf("%w: burst %s must not be negative", ErrSettings, s.Burst)
+	}
+	if s.MaxBuckets < 0 {
+		return fmt.Errorf("%w: maxBuckets %d must not be negative", ErrSettings, s.MaxBuckets)
+	}
+	return nil
+}
+
+// Table holds the buckets of one budget. It is safe for concurrent use.
+type Table struct {
+	// interval and limit are nanoseconds: a request's cost, and how far past now a bucket
+	// may be booked (the burst, at least one interval).
+	interval int64
+	limit    int64
+	half     int
+
+	// mu guards the generations and turnAt.
+	mu   sync.Mutex
+	cur  map[string]int64
+	prev map[string]int64
+	// turnAt is when the generations turn unless the current one fills first, in Unix
+	// nanoseconds.
+	turnAt int64
+}
+
+// New returns a Table with settings s, or the error of s.Validate.
+func New(s Settings) (*Table, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if s.MaxBuckets == 0 {
+		s.MaxBuckets = DefaultMaxBuckets
+	}
+	t := &Table{interval: int64(s.Rate.Interval()), limit: int64(s.Burst)}
+	if t.interval < 1 {
+		t.interval = 1
+	}
+	if t.limit < t.interval {
+		t.limit = t.interval
+	}
+	t.half = s.MaxBuckets / 2
+	if t.half < 1 {
+		t.half = 1
+	}
+	t.cur = make(map[string]int64)
+	t.prev = make(map[string]int64)
+	return t, nil
+}
+
+// Take spends one request of key's bucket at now: 0 when it is allowed, else how long until
+// it would be. A refused request spends nothing. A function rather than a method: in Yaegi a
+// method call costs four times a function call, and every request makes this one.
+func Take(t *Table, key string, now time.Time) time.Duration {
+	at := now.UnixNano()
+	t.mu.Lock()
+	if at >= t.turnAt || len(t.cur) >= t.half {
+		turnLocked(t, at)
+	}
+	tat, ok := t.cur[key]
+	if !ok {
+		old, inPrev := t.prev[key]
+		if inPrev {
+			delete(t.prev, key)
+			tat = old
+			ok = true
+		}
+	}
+	if tat < at {
+		tat = at
+	}
+	next := tat + t.interval
+	if over := next - at - t.limit; over > 0 {
+		if ok {
+			// Used: it stays in the current generation.
+			t.cur[key] = tat
+		}
+		t.mu.Unlock()
+		return time.Duration(over)
+	}
+	t.cur[key] = next
+	t.mu.Unlock()
+	return 0
+}
+
+// turnLocked drops the generation before and starts a new current one. Every bucket in the
+// generation dropped on time was last used a burst ago or more, so was full again.
+func turnLocked(t *Table, at int64) {
+	t.prev = t.cur
+	t.cur = make(map[string]int64)
+	t.turnAt = at + t.limit
+}
+
+// Len is how many buckets t holds.
+func (t *Table) Len() int {
+	t.mu.Lock()
+	n := len(t.cur) + len(t.prev)
+	t.mu.Unlock()
+	return n
+}
