@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/weirproxy/weir/core"
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/core/limit"
 )
 
@@ -45,6 +47,7 @@ func (c *Config) settings() (core.Settings, error) {
 		{"breaker.maxOpenFor", c.Breaker.MaxOpenFor, &s.Breaker.MaxOpenFor},
 		{"negative.ttl", c.Negative.TTL, &s.Negative.TTL},
 		{"missRate.window", c.MissRate.Window, &s.MissRate.Window},
+		{"budgets.burst", c.Budgets.Burst, &s.Budgets.Burst},
 	}
 	for _, d := range durations {
 		v, err := parseDuration(d.field, d.value)
@@ -79,6 +82,9 @@ func (c *Config) settings() (core.Settings, error) {
 		*n.dst = v
 	}
 	if err := c.queueShare(s.Limiter); err != nil {
+		return s, err
+	}
+	if err := c.budgets(&s); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -252,4 +258,65 @@ func splitList(list []string) []string {
 		}
 	}
 	return out
+}
+
+// budgets reads budgets.* and pacing.
+func (c *Config) budgets(s *core.Settings) error {
+	b := &s.Budgets
+	var err error
+	if b.Client, err = parseRate("budgets.client", c.Budgets.Client); err != nil {
+		return err
+	}
+	if b.Host, err = parseRate("budgets.host", c.Budgets.Host); err != nil {
+		return err
+	}
+	src := strings.TrimSpace(c.Budgets.ClientSource)
+	switch {
+	case src == "" || strings.EqualFold(src, "remoteAddr"):
+	case strings.HasPrefix(src, "header:") && strings.TrimSpace(src[len("header:"):]) != "":
+		b.ClientHeader = strings.TrimSpace(src[len("header:"):])
+	case strings.HasPrefix(src, "forwardedDepth:"):
+		n, err := strconv.Atoi(strings.TrimSpace(src[len("forwardedDepth:"):]))
+		if err != nil || n < 1 {
+			return fmt.Errorf("%w: budgets.clientSource: %q needs a depth of at least 1, such as \"forwardedDepth:1\"", errConfig, c.Budgets.ClientSource)
+		}
+		b.ForwardedDepth = n
+	default:
+		return fmt.Errorf("%w: budgets.clientSource: %q must be remoteAddr, header:<field> or forwardedDepth:<n>", errConfig, c.Budgets.ClientSource)
+	}
+	for _, v := range splitList(c.Budgets.Exempt) {
+		_, n, err := net.ParseCIDR(v)
+		if err != nil {
+			return fmt.Errorf("%w: budgets.exempt: %q is not a CIDR such as \"10.0.0.0/8\"", errConfig, v)
+		}
+		b.Exempt = append(b.Exempt, n)
+	}
+	for _, v := range splitList(c.Pacing) {
+		i := strings.IndexByte(v, '=')
+		name := ""
+		if i > 0 {
+			name = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(v[:i]), "."))
+		}
+		if name == "" || strings.ContainsAny(name, "/:= ") {
+			return fmt.Errorf("%w: pacing: %q must be host=rate, such as \"feeds.example.com=3/10s\"", errConfig, v)
+		}
+		rate, err := parseRate("pacing", v[i+1:])
+		if err != nil {
+			return fmt.Errorf("%w: pacing: %q must be host=rate, such as \"feeds.example.com=3/10s\"", errConfig, v)
+		}
+		s.Pacing = append(s.Pacing, core.Pace{Name: name, Rate: rate})
+	}
+	return nil
+}
+
+// parseRate reads a rate, "200/10s" (N/10s, N/1s or N/1m). Empty means unset.
+func parseRate(field, value string) (budget.Rate, error) {
+	if strings.TrimSpace(value) == "" {
+		return budget.Rate{}, nil
+	}
+	r, err := budget.ParseRate(value)
+	if err != nil {
+		return budget.Rate{}, fmt.Errorf("%w: %s: %q is not a rate such as \"200/10s\" (N/10s, N/1s or N/1m)", errConfig, field, value)
+	}
+	return r, nil
 }

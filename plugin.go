@@ -26,6 +26,31 @@ type Config struct {
 	Store    StoreConfig    `json:"store,omitempty"`
 	Admin    AdminConfig    `json:"admin,omitempty"`
 	Log      LogConfig      `json:"log,omitempty"`
+	Budgets  BudgetsConfig  `json:"budgets,omitempty"`
+	// Pacing spaces the requests that reach a host, or every host of a domain, evenly: one
+	// string each, "feeds.example.com=3/10s" (rates N/10s, N/1s or N/1m). A list, not a map:
+	// hosts hold dots, which labels would split into nested keys.
+	Pacing []string `json:"pacing,omitempty"`
+}
+
+// BudgetsConfig is the request budgets: token buckets per client and per Host, spent before
+// any lookup; a request over budget gets 429 with Retry-After. Off unless a rate is set.
+type BudgetsConfig struct {
+	// Client is each client's rate, "200/10s" (N/10s, N/1s or N/1m); IPv6 clients count as
+	// their /64 ("": no client budget).
+	Client string `json:"client,omitempty"`
+	// Host is each Host's rate ("": no host budget).
+	Host string `json:"host,omitempty"`
+	// Burst is how much of its rate each bucket saves up while quiet ("2s" of "200/10s" is
+	// 40 requests at once; "": one request).
+	Burst string `json:"burst,omitempty"`
+	// ClientSource says where the client's address is read: "remoteAddr" (the connection,
+	// the default), "header:X-Real-IP" (a field set by a trusted proxy in front) or
+	// "forwardedDepth:1" (X-Forwarded-For, the Nth from the right, as Traefik's
+	// ipStrategy.depth).
+	ClientSource string `json:"clientSource,omitempty"`
+	// Exempt lists CIDRs whose clients no budget counts.
+	Exempt []string `json:"exempt,omitempty"`
 }
 
 // KeyConfig says how requests map to cache keys.

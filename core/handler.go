@@ -66,6 +66,10 @@ type Handler struct {
 	// notClosed is the engine's count of breakers not closed (breaker.NotClosed), which
 	// pass loads itself rather than calling breaker.AllClosed.
 	notClosed *int32
+	// budgets are the request budgets; nil when off, the hit path's one check.
+	budgets *budgets
+	// pacing is the paced origins; nil when none, pass's one check.
+	pacing *pacing
 }
 
 // New returns the handler of the middleware name in front of next, finding the engine that
@@ -97,6 +101,8 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		hits:            &e.metrics.outcomes[outcomeHit].N,
 		passes:          &e.metrics.outcomes[outcomePass].N,
 		notClosed:       breaker.NotClosed(e.breakers),
+		budgets:         e.budgets,
+		pacing:          e.pacing,
 	}
 	if s.AdminPath != "" {
 		h.admin = newAdmin(e, s)
@@ -112,6 +118,12 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 // so every expression here costs every request, and whatever only the other paths need
 // lives in the functions they call (ARCHITECTURE.md, "The hot path").
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Budgets before any lookup: a flood over its budget costs no lookup. Off, one check.
+	if h.budgets != nil {
+		if overBudget(h, w, r) {
+			return
+		}
+	}
 	// Tagged switches rather than && and ||: a case compared with the tag takes no slot, and
 	// a literal none where a package constant (http.MethodGet) takes one.
 	m := r.Method
@@ -357,6 +369,11 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 	switch atomic.LoadInt32(h.notClosed) {
 	case 0:
 	default:
+		passGated(h, w, r, part, cacheStatus)
+		return
+	}
+	// Paced origins wait for their turn in the gate; without pacing, one check.
+	if h.pacing != nil {
 		passGated(h, w, r, part, cacheStatus)
 		return
 	}

@@ -74,6 +74,11 @@ type Settings struct {
 	// It is updated live on reload.
 	Limiter limit.Settings
 
+	// Budgets are the request budgets (budgets.*); zero: off.
+	Budgets BudgetSettings
+	// Pacing spaces the requests that reach the hosts and domains it lists. Empty: none.
+	Pacing []Pace
+
 	// Breaker is the circuit breaker (FR-CB-1..5); zero fields are its defaults. Its Scope
 	// says whether one breaker watches the engine, each host (empty: the default) or each
 	// registrable domain.

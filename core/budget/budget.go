@@ -98,6 +98,9 @@ type Settings struct {
 	Burst time.Duration
 	// MaxBuckets bounds the buckets held. Zero: DefaultMaxBuckets.
 	MaxBuckets int
+	// MaxAhead is how far past its burst Reserve may book a bucket: a request booked ahead
+	// waits for its turn. Zero: Reserve books nothing that Take would refuse.
+	MaxAhead time.Duration
 }
 
 // Validate names the first setting that is wrong.
@@ -107,6 +110,9 @@ func (s Settings) Validate() error {
 	}
 	if s.Burst < 0 {
 		return fmt.Errorf("%w: burst %s must not be negative", ErrSettings, s.Burst)
+	}
+	if s.MaxAhead < 0 {
+		return fmt.Errorf("%w: maxAhead %s must not be negative", ErrSettings, s.MaxAhead)
 	}
 	if s.MaxBuckets < 0 {
 		return fmt.Errorf("%w: maxBuckets %d must not be negative", ErrSettings, s.MaxBuckets)
@@ -120,6 +126,7 @@ type Table struct {
 	// may be booked (the burst, at least one interval).
 	interval int64
 	limit    int64
+	ahead    int64
 	half     int
 
 	// mu guards the generations and turnAt.
@@ -139,7 +146,7 @@ func New(s Settings) (*Table, error) {
 	if s.MaxBuckets == 0 {
 		s.MaxBuckets = DefaultMaxBuckets
 	}
-	t := &Table{interval: int64(s.Rate.Interval()), limit: int64(s.Burst)}
+	t := &Table{interval: int64(s.Rate.Interval()), limit: int64(s.Burst), ahead: int64(s.MaxAhead)}
 	if t.interval < 1 {
 		t.interval = 1
 	}
@@ -190,12 +197,49 @@ func Take(t *Table, key string, now time.Time) time.Duration {
 	return 0
 }
 
+// Reserve books key's next turn at now, at most MaxAhead past what Take would allow: it
+// returns how long the request waits for its turn (0: at once) and true, or how long until
+// a turn could be booked and false, booking nothing. With no burst, the turns of one key
+// are evenly spaced, one every interval, never a burst at the start of a period.
+func Reserve(t *Table, key string, now time.Time) (time.Duration, bool) {
+	at := now.UnixNano()
+	t.mu.Lock()
+	if at >= t.turnAt || len(t.cur) >= t.half {
+		turnLocked(t, at)
+	}
+	tat, ok := t.cur[key]
+	if !ok {
+		old, inPrev := t.prev[key]
+		if inPrev {
+			delete(t.prev, key)
+			tat = old
+		}
+	}
+	if tat < at {
+		tat = at
+	}
+	next := tat + t.interval
+	if over := next - at - t.limit - t.ahead; over > 0 {
+		t.cur[key] = tat
+		t.mu.Unlock()
+		return time.Duration(over), false
+	}
+	t.cur[key] = next
+	t.mu.Unlock()
+	wait := next - at - t.limit
+	if wait < 0 {
+		wait = 0
+	}
+	return time.Duration(wait), true
+}
+
 // turnLocked drops the generation before and starts a new current one. Every bucket in the
-// generation dropped on time was last used a burst ago or more, so was full again.
+// generation dropped on time was last used a burst (and MaxAhead) ago or more, so was full
+// again.
 func turnLocked(t *Table, at int64) {
 	t.prev = t.cur
 	t.cur = make(map[string]int64)
-	t.turnAt = at + t.limit
+	t.turnAt = at + t.limit + t.ahead
 }
 
 // Len is how many buckets t holds.

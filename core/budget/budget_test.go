@@ -216,3 +216,49 @@ func TestConcurrentTakes(t *testing.T) {
 		t.Errorf("allowed %d of 400 requests at once, want the burst of 100", total)
 	}
 }
+
+// TestReserveSpaces: 3/10s without a burst books one turn every 3.33s, never two at once,
+// booked up to MaxAhead ahead.
+func TestReserveSpaces(t *testing.T) {
+	tb := mustNew(t, Settings{Rate: Rate{N: 3, Per: 10 * time.Second}, MaxAhead: 7 * time.Second})
+	step := 10 * time.Second / 3
+	cases := []struct {
+		desc string
+		at   time.Duration
+		wait time.Duration
+		ok   bool
+	}{
+		{desc: "first, at once", at: 0, wait: 0, ok: true},
+		{desc: "second waits one interval", at: 0, wait: step, ok: true},
+		{desc: "third waits two", at: 0, wait: 2 * step, ok: true},
+		{desc: "fourth would wait past MaxAhead", at: 0, wait: 3*step - 7*time.Second, ok: false},
+		{desc: "3s later, the fourth's turn is within reach", at: 3 * time.Second, wait: 3*step - 3*time.Second, ok: true},
+	}
+	for _, c := range cases {
+		wait, ok := Reserve(tb, "feeds", t0.Add(c.at))
+		if wait != c.wait || ok != c.ok {
+			t.Errorf("%s: Reserve = %s, %t; want %s, %t", c.desc, wait, ok, c.wait, c.ok)
+		}
+	}
+	// Take asks for a turn now: none is free before the booked ones are spent.
+	if wait := Take(tb, "feeds", t0.Add(2*time.Second)); wait == 0 {
+		t.Error("Take while turns are booked ahead: allowed, want refused")
+	}
+}
+
+// TestReserveKeptWhileBooked: a bucket booked ahead is not dropped by the generations'
+// turns before its bookings are spent.
+func TestReserveKeptWhileBooked(t *testing.T) {
+	tb := mustNew(t, Settings{Rate: Rate{N: 1, Per: time.Second}, MaxAhead: 3 * time.Second})
+	for i := 0; i < 4; i++ {
+		if _, ok := Reserve(tb, "o", t0); !ok {
+			t.Fatalf("booking %d refused", i+1)
+		}
+	}
+	// Others' requests turn the generations on time.
+	Take(tb, "x", t0.Add(2*time.Second))
+	Take(tb, "x", t0.Add(3*time.Second))
+	if wait, ok := Reserve(tb, "o", t0.Add(3*time.Second)); !ok || wait != time.Second {
+		t.Errorf("at 3s with turns booked up to 4s: Reserve = %s, %t; want 1s, true", wait, ok)
+	}
+}

@@ -1,0 +1,154 @@
+package core
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/weirproxy/weir/core/budget"
+)
+
+// Request budgets (budgets.*): token buckets per client and per Host, spent before any
+// lookup, so that a flood over its budget costs a bucket and a 429, never a lookup or a
+// fetch. The mechanism is core/budget; what a client is, and the answer, are decided here.
+
+// detailOverBudget is the Cache-Status detail and the shed reason of a request over budget.
+const detailOverBudget = "over-budget"
+
+// BudgetSettings are the request budgets. A zero Client and Host: off, at no cost to the
+// hit path.
+type BudgetSettings struct {
+	// Client is each client's rate; IPv6 clients count as their /64. Zero: no client budget.
+	Client budget.Rate
+	// Host is each Host's rate. Zero: no host budget.
+	Host budget.Rate
+	// Burst is how much of its rate each bucket saves up. Zero: one request's interval.
+	Burst time.Duration
+	// ClientHeader names the header field that carries the client's address (X-Real-IP), as
+	// set by a proxy in front. Empty: ForwardedDepth, else the connection's address.
+	ClientHeader string
+	// ForwardedDepth takes the client's address from X-Forwarded-For, the Nth from the right
+	// (Traefik's ipStrategy.depth). Zero: not from X-Forwarded-For.
+	ForwardedDepth int
+	// Exempt lists networks whose clients no budget counts.
+	Exempt []*net.IPNet
+	// MaxBuckets bounds each budget's table. Zero: budget.DefaultMaxBuckets.
+	MaxBuckets int
+}
+
+// on tells whether any budget is set.
+func (b BudgetSettings) on() bool {
+	return b.Client.N > 0 || b.Host.N > 0
+}
+
+// budgets are an engine's budget tables and how a request is counted against them.
+type budgets struct {
+	s      BudgetSettings
+	client *budget.Table
+	host   *budget.Table
+}
+
+// newBudgets builds the tables of s, or nil when no budget is set.
+func newBudgets(s BudgetSettings) (*budgets, error) {
+	if !s.on() {
+		return nil, nil
+	}
+	b := &budgets{s: s}
+	var err error
+	if s.Client.N > 0 {
+		if b.client, err = budget.New(budget.Settings{Rate: s.Client, Burst: s.Burst, MaxBuckets: s.MaxBuckets}); err != nil {
+			return nil, fmt.Errorf("%w: budgets.client: %v", ErrSettings, err)
+		}
+	}
+	if s.Host.N > 0 {
+		if b.host, err = budget.New(budget.Settings{Rate: s.Host, Burst: s.Burst, MaxBuckets: s.MaxBuckets}); err != nil {
+			return nil, fmt.Errorf("%w: budgets.host: %v", ErrSettings, err)
+		}
+	}
+	return b, nil
+}
+
+// overBudget spends r's tokens and, when its client's or its Host's bucket is empty,
+// answers 429 with Retry-After and reports true. A function of its own: the hit path pays
+// one nil check for budgets that are off (docs/yaegi.md).
+func overBudget(h *Handler, w http.ResponseWriter, r *http.Request) bool {
+	b := h.budgets
+	now := h.s.Now()
+	var wait time.Duration
+	if b.client != nil || len(b.s.Exempt) > 0 {
+		ip, key := clientOf(b.s, r)
+		if exempt(b.s.Exempt, ip) {
+			return false
+		}
+		if b.client != nil {
+			wait = budget.Take(b.client, key, now)
+		}
+	}
+	if wait == 0 && b.host != nil {
+		wait = budget.Take(b.host, strings.ToLower(r.Host), now)
+	}
+	if wait == 0 {
+		return false
+	}
+	countShed(h.e, detailOverBudget)
+	h.write(w, r, &answer{status: http.StatusTooManyRequests, text: "too many requests, retry later",
+		cache: "Weir", detail: detailOverBudget, retryAfter: wait})
+	return true
+}
+
+// clientOf is r's client address as budgets.clientSource says where to read it, and the key
+// of its bucket: the address itself, or an IPv6 address's /64 (one host's whole allocation).
+// An address that does not parse is its own key and matches no exempt network.
+func clientOf(s BudgetSettings, r *http.Request) (net.IP, string) {
+	addr := ""
+	switch {
+	case s.ClientHeader != "":
+		addr = strings.TrimSpace(r.Header.Get(s.ClientHeader))
+	case s.ForwardedDepth > 0:
+		addr = forwardedAt(r.Header["X-Forwarded-For"], s.ForwardedDepth)
+	}
+	if addr == "" {
+		addr = r.RemoteAddr
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			addr = host
+		}
+	}
+	ip := net.ParseIP(strings.Trim(addr, "[]"))
+	if ip == nil {
+		return nil, addr
+	}
+	if v4 := ip.To4(); v4 != nil {
+		return v4, v4.String()
+	}
+	return ip, ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// forwardedAt is the depth-th address from the right of X-Forwarded-For's values (1: the
+// one the nearest proxy added), or "" when there are fewer.
+func forwardedAt(values []string, depth int) string {
+	var all []string
+	for _, v := range values {
+		for _, a := range strings.Split(v, ",") {
+			all = append(all, strings.TrimSpace(a))
+		}
+	}
+	if depth > len(all) {
+		return ""
+	}
+	return all[len(all)-depth]
+}
+
+// exempt tells whether ip is in one of nets.
+func exempt(nets []*net.IPNet, ip net.IP) bool {
+	if ip == nil {
+		return false
+	}
+	for _, n := range nets {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
