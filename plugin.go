@@ -213,5 +213,5 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		core.ConfigRejected(name, config.Log.Format, err)
 		return nil, err
 	}
-	return h, nil
+	return h.Front(), nil
 }

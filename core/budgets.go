@@ -70,9 +70,32 @@ func newBudgets(s BudgetSettings) (*budgets, error) {
 	return b, nil
 }
 
+// Front is the handler Traefik is given: h itself, or with budgets on, h behind them. The
+// budgets are spent in front of h.ServeHTTP, before any lookup, so that with budgets off
+// the hit path pays nothing for them, not even a check (docs/yaegi.md: every value of a
+// function's body costs each call a frame slot).
+func (h *Handler) Front() http.Handler {
+	if h.budgets == nil {
+		return h
+	}
+	return &budgetFront{h: h}
+}
+
+// budgetFront is a Handler behind its budgets.
+type budgetFront struct {
+	h *Handler
+}
+
+// ServeHTTP answers 429 to a request over budget, and serves the others.
+func (f *budgetFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if overBudget(f.h, w, r) {
+		return
+	}
+	f.h.ServeHTTP(w, r)
+}
+
 // overBudget spends r's tokens and, when its client's or its Host's bucket is empty,
-// answers 429 with Retry-After and reports true. A function of its own: the hit path pays
-// one nil check for budgets that are off (docs/yaegi.md).
+// answers 429 with Retry-After and reports true.
 func overBudget(h *Handler, w http.ResponseWriter, r *http.Request) bool {
 	b := h.budgets
 	now := h.s.Now()

@@ -3,6 +3,7 @@ package core
 import (
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -26,9 +27,9 @@ func TestBudgetClientOver(t *testing.T) {
 	o := countingOrigin(t, []string{"Cache-Control", "max-age=600"})
 	h := newTestHandler(t, budgetSettings(clock), o)
 	for i := 0; i < 2; i++ {
-		wantCode(t, "within budget", do(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7"), 200)
+		wantCode(t, "within budget", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7"), 200)
 	}
-	w := do(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7")
+	w := doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7")
 	wantCode(t, "over budget", w, http.StatusTooManyRequests)
 	if got, want := w.Header().Get("Cache-Status"), "Weir; detail=over-budget"; got != want {
 		t.Errorf("Cache-Status %q, want %q", got, want)
@@ -37,15 +38,24 @@ func TestBudgetClientOver(t *testing.T) {
 		t.Errorf("Retry-After %q, want 5 (one request of 2/10s)", got)
 	}
 	wantCalls(t, o, 1)
-	wantCode(t, "another client", do(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.8"), 200)
+	wantCode(t, "another client", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.8"), 200)
 	clock.Add(5 * time.Second)
-	wantCode(t, "after Retry-After", do(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7"), 200)
+	wantCode(t, "after Retry-After", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7"), 200)
 	if got := h.e.metrics.shed[shedIndex(t, detailOverBudget)].N; got != 1 {
 		t.Errorf("shed over-budget counted %d, want 1", got)
 	}
 	if got := h.e.metrics.outcomes[outcomeShed].N; got != 1 {
 		t.Errorf("outcome shed counted %d, want 1", got)
 	}
+}
+
+// doFront is do through the handler Traefik is given, behind the budgets.
+func doFront(t *testing.T, h *Handler, method, url string, header ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.Front().ServeHTTP(w, newRequest(method, url, header...))
+	checkCacheStatusShape(t, w.Header().Get("Cache-Status"))
+	return w
 }
 
 // shedIndex is reason's index in weir_shed_total.
@@ -103,10 +113,10 @@ func TestBudgetClientKeys(t *testing.T) {
 func TestBudgetIPv6Shares(t *testing.T) {
 	clock := newFakeClock()
 	h := newTestHandler(t, budgetSettings(clock), countingOrigin(t, []string{"Cache-Control", "max-age=600"}))
-	wantCode(t, "first of the /64", do(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:1::1"), 200)
-	wantCode(t, "second of the /64", do(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:1::2"), 200)
-	wantCode(t, "third of the /64", do(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:1:ffff::3"), 429)
-	wantCode(t, "another /64", do(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:2::1"), 200)
+	wantCode(t, "first of the /64", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:1::1"), 200)
+	wantCode(t, "second of the /64", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:1::2"), 200)
+	wantCode(t, "third of the /64", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:1:ffff::3"), 429)
+	wantCode(t, "another /64", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:2::1"), 200)
 }
 
 // TestBudgetHost: a Host over its budget is refused whoever asks; other hosts are served.
@@ -114,13 +124,13 @@ func TestBudgetHost(t *testing.T) {
 	clock := newFakeClock()
 	s := Settings{Now: clock.Now, Log: discardLog, Budgets: BudgetSettings{Host: budget.Rate{N: 1, Per: time.Second}}}
 	h := newTestHandler(t, s, countingOrigin(t, []string{"Cache-Control", "max-age=600"}))
-	wantCode(t, "first", do(t, h, "GET", "http://a.example/x", "X-Real-IP", "192.0.2.1"), 200)
-	w := do(t, h, "POST", "http://A.example/x", "X-Real-IP", "192.0.2.2")
+	wantCode(t, "first", doFront(t, h, "GET", "http://a.example/x", "X-Real-IP", "192.0.2.1"), 200)
+	w := doFront(t, h, "POST", "http://A.example/x", "X-Real-IP", "192.0.2.2")
 	wantCode(t, "second, another client and method", w, 429)
 	if !strings.Contains(w.Header().Get("Cache-Status"), "detail=over-budget") || w.Header().Get("Retry-After") != "1" {
 		t.Errorf("Cache-Status %q, Retry-After %q; want over-budget, 1", w.Header().Get("Cache-Status"), w.Header().Get("Retry-After"))
 	}
-	wantCode(t, "another host", do(t, h, "GET", "http://b.example/x"), 200)
+	wantCode(t, "another host", doFront(t, h, "GET", "http://b.example/x"), 200)
 }
 
 // TestBudgetsOffByDefault: no budget set builds no tables, and the handler holds none.
@@ -128,6 +138,9 @@ func TestBudgetsOffByDefault(t *testing.T) {
 	h := newTestHandler(t, Settings{Log: discardLog}, countingOrigin(t, nil))
 	if h.budgets != nil || h.pacing != nil {
 		t.Fatalf("budgets %v, pacing %v; want nil with nothing configured", h.budgets, h.pacing)
+	}
+	if front, ok := h.Front().(*Handler); !ok || front != h {
+		t.Fatalf("Front() = %T, want the handler itself with no budget set", h.Front())
 	}
 }
 
@@ -139,8 +152,8 @@ func TestBudgetsKeptAcrossReloads(t *testing.T) {
 	o := countingOrigin(t, []string{"Cache-Control", "max-age=600"})
 	h := mustNew(t, name, budgetSettings(clock), o)
 	for i := 0; i < 2; i++ {
-		do(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7")
+		doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7")
 	}
 	h = mustNew(t, name, budgetSettings(clock), o)
-	wantCode(t, "after a reload", do(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7"), 429)
+	wantCode(t, "after a reload", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7"), 429)
 }

@@ -66,11 +66,17 @@ type Handler struct {
 	// notClosed is the engine's count of breakers not closed (breaker.NotClosed), which
 	// pass loads itself rather than calling breaker.AllClosed.
 	notClosed *int32
-	// budgets are the request budgets; nil when off, the hit path's one check.
+	// budgets are the request budgets, checked in front of ServeHTTP (Front); nil when off.
 	budgets *budgets
-	// pacing is the paced origins; nil when none, pass's one check.
+	// pacing is the paced origins, whose requests wait for their turn in the gate; nil when
+	// none.
 	pacing *pacing
 }
+
+// alwaysGated stands in for the count of breakers not closed while pacing is on: pass,
+// finding it not zero, sends every request through the gate, where paced hosts wait for
+// their turn. Without pacing, pass pays nothing for it.
+var alwaysGated int32 = 1
 
 // New returns the handler of the middleware name in front of next, finding the engine that
 // earlier configurations of name built, or building it.
@@ -107,6 +113,9 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 	if s.AdminPath != "" {
 		h.admin = newAdmin(e, s)
 	}
+	if h.pacing != nil {
+		h.notClosed = &alwaysGated
+	}
 	return h, nil
 }
 
@@ -118,12 +127,6 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 // so every expression here costs every request, and whatever only the other paths need
 // lives in the functions they call (ARCHITECTURE.md, "The hot path").
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Budgets before any lookup: a flood over its budget costs no lookup. Off, one check.
-	if h.budgets != nil {
-		if overBudget(h, w, r) {
-			return
-		}
-	}
 	// Tagged switches rather than && and ||: a case compared with the tag takes no slot, and
 	// a literal none where a package constant (http.MethodGet) takes one.
 	m := r.Method
@@ -372,11 +375,7 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 		passGated(h, w, r, part, cacheStatus)
 		return
 	}
-	// Paced origins wait for their turn in the gate; without pacing, one check.
-	if h.pacing != nil {
-		passGated(h, w, r, part, cacheStatus)
-		return
-	}
+
 	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
 	if slot == nil {
 		passGated(h, w, r, part, cacheStatus)

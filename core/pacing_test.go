@@ -111,3 +111,25 @@ func TestPacingNotAFailure(t *testing.T) {
 		t.Errorf("breaker state %v after %d paced refusals, want closed", st, refused)
 	}
 }
+
+// TestPacingOpenBreakerFirst: an open breaker answers before pacing: no turn is booked and
+// no timer armed, and the refusal is the breaker's.
+func TestPacingOpenBreakerFirst(t *testing.T) {
+	o := countingOrigin(t, []string{"Cache-Control", "no-store"})
+	h, clock, armed := pacedHandler(t, o)
+	breakerOf(h.e, "feeds.example", clock.Now()).ForceOpen(clock.Now(), 30*time.Second)
+	for i := 0; i < 5; i++ {
+		w := do(t, h, "GET", "http://feeds.example/a")
+		wantCode(t, "open breaker", w, 503)
+		if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=uri-miss; detail=circuit-open" {
+			t.Errorf("Cache-Status %q, want the breaker's circuit-open", got)
+		}
+	}
+	select {
+	case pt := <-armed:
+		t.Fatalf("a request behind an open breaker armed a pacing wait of %s", pt.d)
+	default:
+	}
+	breakerOf(h.e, "feeds.example", clock.Now()).ForceClose(clock.Now())
+	wantCode(t, "closed again: the first turn is free", do(t, h, "GET", "http://feeds.example/a"), 200)
+}
