@@ -112,7 +112,8 @@ func TestBudgetClientKeys(t *testing.T) {
 // TestBudgetIPv6Shares: two addresses of one /64 spend one bucket.
 func TestBudgetIPv6Shares(t *testing.T) {
 	clock := newFakeClock()
-	h := newTestHandler(t, budgetSettings(clock), countingOrigin(t, []string{"Cache-Control", "max-age=600"}))
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=600"})
+	h := newTestHandler(t, budgetSettings(clock), o)
 	wantCode(t, "first of the /64", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:1::1"), 200)
 	wantCode(t, "second of the /64", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:1::2"), 200)
 	wantCode(t, "third of the /64", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "2001:db8:0:1:ffff::3"), 429)
@@ -123,7 +124,8 @@ func TestBudgetIPv6Shares(t *testing.T) {
 func TestBudgetHost(t *testing.T) {
 	clock := newFakeClock()
 	s := Settings{Now: clock.Now, Log: discardLog, Budgets: BudgetSettings{Host: budget.Rate{N: 1, Per: time.Second}}}
-	h := newTestHandler(t, s, countingOrigin(t, []string{"Cache-Control", "max-age=600"}))
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=600"})
+	h := newTestHandler(t, s, o)
 	wantCode(t, "first", doFront(t, h, "GET", "http://a.example/x", "X-Real-IP", "192.0.2.1"), 200)
 	w := doFront(t, h, "POST", "http://A.example/x", "X-Real-IP", "192.0.2.2")
 	wantCode(t, "second, another client and method", w, 429)
@@ -135,7 +137,8 @@ func TestBudgetHost(t *testing.T) {
 
 // TestBudgetsOffByDefault: no budget set builds no tables, and the handler holds none.
 func TestBudgetsOffByDefault(t *testing.T) {
-	h := newTestHandler(t, Settings{Log: discardLog}, countingOrigin(t, nil))
+	o := countingOrigin(t, nil)
+	h := newTestHandler(t, Settings{Log: discardLog}, o)
 	if h.budgets != nil || h.pacing != nil {
 		t.Fatalf("budgets %v, pacing %v; want nil with nothing configured", h.budgets, h.pacing)
 	}
