@@ -372,10 +372,37 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 	switch atomic.LoadInt32(h.notClosed) {
 	case 0:
 	default:
-		passGated(h, w, r, part, cacheStatus)
+		// A call with passGated's arguments, so that pass's frame is as without pacing.
+		passOff(h, w, r, part, cacheStatus)
 		return
 	}
 
+	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
+	if slot == nil {
+		passGated(h, w, r, part, cacheStatus)
+		return
+	}
+	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
+	defer limit.Return(slot)
+	atomic.AddInt64(h.passes, 1)
+	w.Header()["Cache-Status"] = cacheStatus
+	h.next.ServeHTTP(w, r)
+}
+
+// passOff is pass when its fast path is off: a breaker that is not closed, or pacing on
+// (alwaysGated). A host without pacing behind closed breakers still takes the fast path,
+// written out once more in passFree; the others take passGated, the gate in full.
+func passOff(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
+	if h.pacing == nil || !breaker.AllClosed(h.e.breakers) || paceOf(h.pacing, r.Host) != nil {
+		passGated(h, w, r, part, cacheStatus)
+		return
+	}
+	passFree(h, w, r, part, cacheStatus)
+}
+
+// passFree is pass's fast path for a host without pacing while pacing is on: a slot free at
+// once, else the gate in full.
+func passFree(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
 	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
 	if slot == nil {
 		passGated(h, w, r, part, cacheStatus)

@@ -133,3 +133,36 @@ func TestPacingOpenBreakerFirst(t *testing.T) {
 	breakerOf(h.e, "feeds.example", clock.Now()).ForceClose(clock.Now())
 	wantCode(t, "closed again: the first turn is free", do(t, h, "GET", "http://feeds.example/a"), 200)
 }
+
+// TestPaceOf: a host finds its own entry, else its nearest domain's, whatever its case, port
+// or final dot.
+func TestPaceOf(t *testing.T) {
+	p, err := newPacing([]Pace{
+		{Name: "feeds.example.com", Rate: budget.Rate{N: 1, Per: time.Second}},
+		{Name: "example.com", Rate: budget.Rate{N: 2, Per: time.Second}},
+	}, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feeds, domain := p.byName["feeds.example.com"], p.byName["example.com"]
+	cases := []struct {
+		desc string
+		host string
+		want *budget.Table
+	}{
+		{desc: "the host", host: "feeds.example.com", want: feeds},
+		{desc: "with a port", host: "feeds.example.com:8443", want: feeds},
+		{desc: "upper case, final dot", host: "Feeds.Example.COM.", want: feeds},
+		{desc: "below the host", host: "a.feeds.example.com", want: feeds},
+		{desc: "another host of the domain", host: "www.example.com", want: domain},
+		{desc: "the domain", host: "example.com", want: domain},
+		{desc: "another domain", host: "example.org", want: nil},
+		{desc: "a suffix that is no domain", host: "badexample.com", want: nil},
+		{desc: "IPv6 with a port", host: "[2001:db8::1]:80", want: nil},
+	}
+	for _, c := range cases {
+		if got := paceOf(p, c.host); got != c.want {
+			t.Errorf("%s: paceOf(%q) = %p, want %p", c.desc, c.host, got, c.want)
+		}
+	}
+}
