@@ -270,6 +270,9 @@ func (c *Config) budgets(s *core.Settings) error {
 	if b.Host, err = parseRate("budgets.host", c.Budgets.Host); err != nil {
 		return err
 	}
+	if b.Shared, err = parseBool("budgets.shared", c.Budgets.Shared); err != nil {
+		return err
+	}
 	src := strings.TrimSpace(c.Budgets.ClientSource)
 	switch {
 	case src == "" || strings.EqualFold(src, "remoteAddr"):

@@ -51,6 +51,10 @@ type BudgetsConfig struct {
 	ClientSource string `json:"clientSource,omitempty"`
 	// Exempt lists CIDRs whose clients no budget counts.
 	Exempt []string `json:"exempt,omitempty"`
+	// Shared counts the budgets with every Traefik instance sharing store.url, in batches
+	// on the store's clock ("false": each instance counts alone). A store that fails leaves
+	// each instance counting alone, never refusing for it.
+	Shared string `json:"shared,omitempty"`
 }
 
 // KeyConfig says how requests map to cache keys.

@@ -51,6 +51,11 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"client source", func(c *Config) { c.Budgets.ClientSource = "cookie:id" }, "budgets.clientSource", "cookie:id"},
 		{"forwarded depth", func(c *Config) { c.Budgets.ClientSource = "forwardedDepth:0" }, "budgets.clientSource", "forwardedDepth:0"},
 		{"exempt", func(c *Config) { c.Budgets.Exempt = []string{"10.0.0.0/33"} }, "budgets.exempt", "10.0.0.0/33"},
+		{"budgets shared flag", func(c *Config) { c.Budgets.Shared = "sometimes" }, "budgets.shared", "sometimes"},
+		{"budgets shared without a store", func(c *Config) {
+			c.Budgets.Client = "10/1s"
+			c.Budgets.Shared = "true"
+		}, "budgets.shared", "true"},
 		{"pacing without rate", func(c *Config) { c.Pacing = []string{"feeds.example.com"} }, "pacing", "feeds.example.com"},
 		{"pacing rate", func(c *Config) { c.Pacing = []string{"feeds.example.com=3/7s"} }, "pacing", "feeds.example.com=3/7s"},
 	}

@@ -229,11 +229,18 @@ func applyOverrides(e, old *engine, list []breaker.KeyOverride) error {
 // same, so that a reload does not hand every client a fresh burst, new ones otherwise.
 func keepBudgets(e, old *engine, s Settings) error {
 	var err error
-	e.budgetConf = fmt.Sprintf(" budgets=%+v", s.Budgets)
+	e.budgetConf = fmt.Sprintf(" budgets=%+v storeTimeout=%s", s.Budgets, s.StoreTimeout)
 	if old.budgetConf == e.budgetConf {
 		e.budgets = old.budgets
-	} else if e.budgets, err = newBudgets(s.Budgets); err != nil {
+	} else if e.budgets, err = newBudgets(e.name, s.Budgets, s.StoreTimeout, s.Now); err != nil {
 		return err
+	}
+	if e.budgets != nil && e.budgets.share != nil {
+		if e.mem == nil {
+			e.budgets.share.setStore(e.store, s.Log)
+		} else {
+			e.budgets.share.setStore(nil, s.Log)
+		}
 	}
 	wait := queueWait(s.Limiter.MaxQueueWait)
 	e.paceConf = fmt.Sprintf(" pacing=%+v wait=%s", s.Pacing, wait)

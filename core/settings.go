@@ -211,6 +211,9 @@ func (s Settings) validate() error {
 	if err := s.validateAdmin(); err != nil {
 		return err
 	}
+	if s.Budgets.Shared && s.StoreURL == "" && s.Store == nil {
+		return fmt.Errorf("%w: budgets.shared: true needs store.url, a store to share the budgets through", ErrSettings)
+	}
 	if s.MaxSize < 0 {
 		return fmt.Errorf("%w: cache.maxSize: %d must not be negative", ErrSettings, s.MaxSize)
 	}

@@ -101,6 +101,10 @@ type Settings struct {
 	// MaxAhead is how far past its burst Reserve may book a bucket: a request booked ahead
 	// waits for its turn. Zero: Reserve books nothing that Take would refuse.
 	MaxAhead time.Duration
+	// MaxPending is how many keys' allowed requests a Table counts for Drain between two
+	// drains, for a budget shared with other instances; the requests of further keys are
+	// not counted. Zero: none are counted.
+	MaxPending int
 }
 
 // Validate names the first setting that is wrong.
@@ -113,6 +117,9 @@ func (s Settings) Validate() error {
 	}
 	if s.MaxAhead < 0 {
 		return fmt.Errorf("%w: maxAhead %s must not be negative", ErrSettings, s.MaxAhead)
+	}
+	if s.MaxPending < 0 {
+		return fmt.Errorf("%w: maxPending %d must not be negative", ErrSettings, s.MaxPending)
 	}
 	if s.MaxBuckets < 0 {
 		return fmt.Errorf("%w: maxBuckets %d must not be negative", ErrSettings, s.MaxBuckets)
@@ -136,6 +143,10 @@ type Table struct {
 	// turnAt is when the generations turn unless the current one fills first, in Unix
 	// nanoseconds.
 	turnAt int64
+	// pending counts the requests allowed per key since the last Drain, at most maxPending
+	// keys; nil when nothing is counted.
+	pending    map[string]int64
+	maxPending int
 }
 
 // New returns a Table with settings s, or the error of s.Validate.
@@ -159,6 +170,10 @@ func New(s Settings) (*Table, error) {
 	}
 	t.cur = make(map[string]int64)
 	t.prev = make(map[string]int64)
+	if s.MaxPending > 0 {
+		t.maxPending = s.MaxPending
+		t.pending = make(map[string]int64)
+	}
 	return t, nil
 }
 
@@ -193,8 +208,72 @@ func Take(t *Table, key string, now time.Time) time.Duration {
 		return time.Duration(over)
 	}
 	t.cur[key] = next
+	if t.pending != nil {
+		countLocked(t, key)
+	}
 	t.mu.Unlock()
 	return 0
+}
+
+// countLocked counts one allowed request of key for Drain, within maxPending keys.
+func countLocked(t *Table, key string) {
+	n, ok := t.pending[key]
+	if ok || len(t.pending) < t.maxPending {
+		t.pending[key] = n + 1
+	}
+}
+
+// Drain returns the requests allowed per key since the last Drain (with MaxPending set) and
+// starts counting afresh, so that a caller can add them to a budget shared with others.
+func Drain(t *Table) (keys []string, counts []int64) {
+	t.mu.Lock()
+	pending := t.pending
+	if len(pending) > 0 {
+		t.pending = make(map[string]int64)
+	}
+	t.mu.Unlock()
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	keys = make([]string, 0, len(pending))
+	counts = make([]int64, 0, len(pending))
+	for k, n := range pending {
+		keys = append(keys, k)
+		counts = append(counts, n)
+	}
+	return keys, counts
+}
+
+// Raise books key's bucket at least ahead past now: what the requests of every instance
+// sharing the budget booked, as the shared count says. A bucket booked further already keeps
+// its booking.
+func Raise(t *Table, key string, ahead time.Duration, now time.Time) {
+	at := now.UnixNano()
+	until := at + int64(ahead)
+	t.mu.Lock()
+	if at >= t.turnAt || len(t.cur) >= t.half {
+		turnLocked(t, at)
+	}
+	tat, ok := t.cur[key]
+	if !ok {
+		old, inPrev := t.prev[key]
+		if inPrev {
+			delete(t.prev, key)
+			tat = old
+		}
+	}
+	if until > tat {
+		tat = until
+	}
+	if tat > at {
+		t.cur[key] = tat
+	}
+	t.mu.Unlock()
+}
+
+// Interval is one request's cost in t's buckets.
+func Interval(t *Table) time.Duration {
+	return time.Duration(t.interval)
 }
 
 // Reserve books key's next turn at now, at most MaxAhead past what Take would allow: it

@@ -262,3 +262,37 @@ func TestReserveKeptWhileBooked(t *testing.T) {
 		t.Errorf("at 3s with turns booked up to 4s: Reserve = %s, %t; want 1s, true", wait, ok)
 	}
 }
+
+// TestDrainRaise: allowed requests are counted per key for Drain, within MaxPending keys,
+// and Raise books a bucket as far ahead as the shared count says, never back.
+func TestDrainRaise(t *testing.T) {
+	tb := mustNew(t, Settings{Rate: Rate{N: 10, Per: 10 * time.Second}, Burst: 5 * time.Second, MaxPending: 2})
+	Take(tb, "a", t0)
+	Take(tb, "a", t0)
+	Take(tb, "b", t0)
+	Take(tb, "c", t0) // a third key: not counted
+	keys, counts := Drain(tb)
+	got := map[string]int64{}
+	for i, k := range keys {
+		got[k] = counts[i]
+	}
+	if len(got) != 2 || got["a"] != 2 || got["b"] != 1 {
+		t.Fatalf("Drain = %v, want a:2 b:1", got)
+	}
+	if keys, _ := Drain(tb); keys != nil {
+		t.Fatalf("second Drain = %v, want nothing", keys)
+	}
+	// Others spent b's burst: its bucket is booked 5s ahead, and the next request waits 1s.
+	Raise(tb, "b", 5*time.Second, t0)
+	if wait := Take(tb, "b", t0); wait != time.Second {
+		t.Errorf("b after Raise: waits %s, want 1s", wait)
+	}
+	// A Raise behind what a bucket holds changes nothing.
+	Raise(tb, "a", 0, t0)
+	if wait := Take(tb, "a", t0); wait != 0 {
+		t.Errorf("a after a Raise behind it: waits %s, want allowed", wait)
+	}
+	if got := Interval(tb); got != time.Second {
+		t.Errorf("Interval = %s, want 1s", got)
+	}
+}
