@@ -183,18 +183,7 @@ func New(s Settings) (*Table, error) {
 func Take(t *Table, key string, now time.Time) time.Duration {
 	at := now.UnixNano()
 	t.mu.Lock()
-	if at >= t.turnAt || len(t.cur) >= t.half {
-		turnLocked(t, at)
-	}
-	tat, ok := t.cur[key]
-	if !ok {
-		old, inPrev := t.prev[key]
-		if inPrev {
-			delete(t.prev, key)
-			tat = old
-			ok = true
-		}
-	}
+	tat, ok := findLocked(t, key, at)
 	if tat < at {
 		tat = at
 	}
@@ -251,17 +240,7 @@ func Raise(t *Table, key string, ahead time.Duration, now time.Time) {
 	at := now.UnixNano()
 	until := at + int64(ahead)
 	t.mu.Lock()
-	if at >= t.turnAt || len(t.cur) >= t.half {
-		turnLocked(t, at)
-	}
-	tat, ok := t.cur[key]
-	if !ok {
-		old, inPrev := t.prev[key]
-		if inPrev {
-			delete(t.prev, key)
-			tat = old
-		}
-	}
+	tat, _ := findLocked(t, key, at)
 	if until > tat {
 		tat = until
 	}
@@ -283,17 +262,7 @@ func Interval(t *Table) time.Duration {
 func Reserve(t *Table, key string, now time.Time) (time.Duration, bool) {
 	at := now.UnixNano()
 	t.mu.Lock()
-	if at >= t.turnAt || len(t.cur) >= t.half {
-		turnLocked(t, at)
-	}
-	tat, ok := t.cur[key]
-	if !ok {
-		old, inPrev := t.prev[key]
-		if inPrev {
-			delete(t.prev, key)
-			tat = old
-		}
-	}
+	tat, _ := findLocked(t, key, at)
 	if tat < at {
 		tat = at
 	}
@@ -310,6 +279,23 @@ func Reserve(t *Table, key string, now time.Time) (time.Duration, bool) {
 		wait = 0
 	}
 	return time.Duration(wait), true
+}
+
+// findLocked turns the generations when they are due at at, and returns key's bucket and
+// whether it has one, moving it from the generation before into the current one's reach
+// (the caller stores it there).
+func findLocked(t *Table, key string, at int64) (int64, bool) {
+	if at >= t.turnAt || len(t.cur) >= t.half {
+		turnLocked(t, at)
+	}
+	if tat, ok := t.cur[key]; ok {
+		return tat, true
+	}
+	tat, ok := t.prev[key]
+	if ok {
+		delete(t.prev, key)
+	}
+	return tat, ok
 }
 
 // turnLocked drops the generation before and starts a new current one. Every bucket in the
