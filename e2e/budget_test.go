@@ -152,3 +152,42 @@ func TestPacingSpacesRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetShared: two Traefik processes share one Redis and budgets.shared. A client that
+// spent its budget through A is refused by B once B has shared its counts (within 200ms and
+// a request), where B alone would have allowed it a whole burst; another client is served.
+func TestBudgetShared(t *testing.T) {
+	requireE2ERedis(t)
+	rd := startRedis(t, 0)
+	o := newOrigin(t)
+	o.Handle("/bshared/page", answer("max-age=60", "page"))
+	conf := budgetConf()
+	conf["budgets"].(map[string]interface{})["shared"] = "true"
+	conf["store"] = map[string]interface{}{"url": rd.URL(0)}
+	a, b := startPairWith(t, Options{TrustForwarded: true}, o, cachedRoute("bshared", "/bshared/", "weir-bshared", conf))
+
+	for i := 1; i <= 5; i++ {
+		wantReply(t, fmt.Sprintf("client X through A, request %d", i), budgetGet(t, a, "/bshared/page", "198.51.100.9"), 200, "page")
+	}
+	// Another client's request on A, once a share is due, sends X's counts to Redis.
+	time.Sleep(300 * time.Millisecond)
+	wantReply(t, "client Y through A", budgetGet(t, a, "/bshared/page", "198.51.100.10"), 200, "page")
+	time.Sleep(300 * time.Millisecond)
+
+	allowed := 0
+	for i := 1; i <= 5; i++ {
+		r := budgetGet(t, b, "/bshared/page", "198.51.100.9")
+		switch r.status {
+		case 200:
+			allowed++
+		default:
+			wantOverBudget(t, fmt.Sprintf("client X through B, request %d", i), r)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Logf("client X, its burst of 5 spent through A: B allowed %d of 5", allowed)
+	if allowed > 1 {
+		t.Errorf("B allowed client X %d requests of 5 after A had spent X's burst, want at most 1 (the one that shares B's counts)", allowed)
+	}
+	wantReply(t, "client Y through B", budgetGet(t, b, "/bshared/page", "198.51.100.10"), 200, "page")
+}
