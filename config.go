@@ -48,6 +48,8 @@ func (c *Config) settings() (core.Settings, error) {
 		{"negative.ttl", c.Negative.TTL, &s.Negative.TTL},
 		{"missRate.window", c.MissRate.Window, &s.MissRate.Window},
 		{"budgets.burst", c.Budgets.Burst, &s.Budgets.Burst},
+		{"admission.lagKnee", c.Admission.LagKnee, &s.Admission.LagKnee},
+		{"admission.lagLimit", c.Admission.LagLimit, &s.Admission.LagLimit},
 	}
 	for _, d := range durations {
 		v, err := parseDuration(d.field, d.value)
@@ -73,6 +75,8 @@ func (c *Config) settings() (core.Settings, error) {
 		{"breaker.minRequests", c.Breaker.MinRequests, &s.Breaker.MinRequests},
 		{"negative.maxEntries", c.Negative.MaxEntries, &s.Negative.MaxEntries},
 		{"missRate.minMisses", c.MissRate.MinMisses, &s.MissRate.MinMisses},
+		{"admission.kneeInFlight", c.Admission.KneeInFlight, &s.Admission.KneeInFlight},
+		{"admission.hostKneeInFlight", c.Admission.HostKneeInFlight, &s.Admission.HostKneeInFlight},
 	}
 	for _, n := range counts {
 		v, err := parseCount(n.field, n.value)
@@ -86,6 +90,12 @@ func (c *Config) settings() (core.Settings, error) {
 	}
 	if err := c.budgets(&s); err != nil {
 		return s, err
+	}
+	for _, p := range splitList(c.Admission.Protect) {
+		if p[0] != '/' {
+			return s, fmt.Errorf("%w: admission.protect: %q must be a path prefix such as \"/health\"", errConfig, p)
+		}
+		s.Admission.Protect = append(s.Admission.Protect, p)
 	}
 	return s, nil
 }

@@ -56,6 +56,13 @@ func TestNewRejectsBadValues(t *testing.T) {
 			c.Budgets.Client = "10/1s"
 			c.Budgets.Shared = "true"
 		}, "budgets.shared", "true"},
+		{"admission knee", func(c *Config) { c.Admission.KneeInFlight = "lots" }, "admission.kneeInFlight", "lots"},
+		{"admission lag", func(c *Config) { c.Admission.LagKnee = "soon" }, "admission.lagKnee", "soon"},
+		{"admission lag order", func(c *Config) {
+			c.Admission.KneeInFlight = "100"
+			c.Admission.LagLimit = "5ms"
+		}, "admission.lagLimit", "5ms"},
+		{"admission protect", func(c *Config) { c.Admission.Protect = []string{"health"} }, "admission.protect", "health"},
 		{"pacing without rate", func(c *Config) { c.Pacing = []string{"feeds.example.com"} }, "pacing", "feeds.example.com"},
 		{"pacing rate", func(c *Config) { c.Pacing = []string{"feeds.example.com=3/7s"} }, "pacing", "feeds.example.com=3/7s"},
 	}

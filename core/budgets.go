@@ -85,28 +85,38 @@ func newBudgets(name string, s BudgetSettings, timeout time.Duration, now func()
 	return b, nil
 }
 
-// Front is the handler Traefik is given: h itself, or with budgets on, h behind them. The
-// budgets are spent in front of h.ServeHTTP, before any lookup, so that with budgets off
-// the hit path pays nothing for them, not even a check (docs/yaegi.md: every value of a
+// Front is the handler Traefik is given: h itself, or with admission or budgets on, h
+// behind them. They decide in front of h.ServeHTTP, before any lookup, so that with both
+// off the hit path pays nothing for them, not even a check (docs/yaegi.md: every value of a
 // function's body costs each call a frame slot).
 func (h *Handler) Front() http.Handler {
-	if h.budgets == nil {
+	if h.budgets == nil && h.admission == nil {
 		return h
 	}
-	return &budgetFront{h: h}
+	return &front{h: h}
 }
 
-// budgetFront is a Handler behind its budgets.
-type budgetFront struct {
+// front is a Handler behind admission and its budgets.
+type front struct {
 	h *Handler
 }
 
-// ServeHTTP answers 429 to a request over budget, and serves the others.
-func (f *budgetFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if overBudget(f.h, w, r) {
+// ServeHTTP refuses what admission refuses, answers 429 to a request over budget, and
+// serves the others.
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.h.admission != nil {
+		admitted(f.h, w, r)
 		return
 	}
-	f.h.ServeHTTP(w, r)
+	budgeted(f.h, w, r)
+}
+
+// budgeted serves r unless it is over budget.
+func budgeted(h *Handler, w http.ResponseWriter, r *http.Request) {
+	if h.budgets != nil && overBudget(h, w, r) {
+		return
+	}
+	h.ServeHTTP(w, r)
 }
 
 // overBudget spends r's tokens and, when its client's or its Host's bucket is empty,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/admin"
+	"github.com/weirproxy/weir/core/admit"
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
@@ -71,6 +72,10 @@ type Handler struct {
 	// pacing is the paced origins, whose requests wait for their turn in the gate; nil when
 	// none.
 	pacing *pacing
+	// admission is admission control, in front of ServeHTTP (Front); nil when off. protect
+	// lists the path prefixes it takes past its limit: admission.protect and admin.path.
+	admission *admit.Controller
+	protect   []string
 }
 
 // alwaysGated stands in for the count of breakers not closed while pacing is on: pass,
@@ -109,6 +114,13 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		notClosed:       breaker.NotClosed(e.breakers),
 		budgets:         e.budgets,
 		pacing:          e.pacing,
+		admission:       e.admission,
+	}
+	if h.admission != nil {
+		h.protect = append(append([]string(nil), s.Admission.Protect...), s.AdminPath)
+		if s.AdminPath == "" {
+			h.protect = h.protect[:len(h.protect)-1]
+		}
 	}
 	if s.AdminPath != "" {
 		h.admin = newAdmin(e, s)

@@ -26,7 +26,7 @@ var outcomeNames = []string{"hit", "stale", "miss", "pass", "negative", "shed", 
 
 // shedReasons are the reasons of weir_shed_total: every detail a refused request's
 // Cache-Status carries (refused), the last one for any other.
-var shedReasons = []string{"circuit-open", "miss-rate", "queue-full", "partition-queue-full", "queue-wait", "background-busy", "over-budget", "paced", "other"}
+var shedReasons = []string{"circuit-open", "miss-rate", "queue-full", "partition-queue-full", "queue-wait", "background-busy", "over-budget", "paced", "admission-host", "admission-name", "admission", "other"}
 
 // engineMetrics are one middleware's metrics (ARCHITECTURE.md, "Metrics"). They outlive
 // reloads, as counters must: a reload that reset them would read as a counter reset.

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirproxy/weir/core/admit"
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/flight"
@@ -45,6 +46,10 @@ type engine struct {
 	budgetConf string
 	pacing     *pacing
 	paceConf   string
+	// admission is admission control, kept across reloads that do not change it; nil when
+	// off.
+	admission *admit.Controller
+	admitConf string
 	// anomalies keeps the recent miss-rate anomalies for the admin, across reloads.
 	anomalies *anomalyLog
 	// overridden lists the keys breaker.overrides gave parameters, so that a reload that
@@ -193,7 +198,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s", e.fingerprint+e.breakerConf+e.negConf+e.missConf+e.budgetConf+e.paceConf,
+	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s", e.fingerprint+e.breakerConf+e.negConf+e.missConf+e.budgetConf+e.paceConf+e.admitConf,
 		s.Limiter, s.AdminPath, s.LogFormat)
 	registry.engines[name] = e
 	if e.conf != old.conf {
@@ -241,6 +246,12 @@ func keepBudgets(e, old *engine, s Settings) error {
 		} else {
 			e.budgets.share.setStore(nil, s.Log)
 		}
+	}
+	e.admitConf = admissionConf(s.Admission)
+	if old.admitConf == e.admitConf {
+		e.admission = old.admission
+	} else if e.admission, err = newAdmission(s.Admission); err != nil {
+		return err
 	}
 	wait := queueWait(s.Limiter.MaxQueueWait)
 	e.paceConf = fmt.Sprintf(" pacing=%+v wait=%s", s.Pacing, wait)

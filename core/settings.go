@@ -76,6 +76,8 @@ type Settings struct {
 
 	// Budgets are the request budgets (budgets.*); zero: off.
 	Budgets BudgetSettings
+	// Admission is admission control (admission.*); zero: off.
+	Admission AdmissionSettings
 	// Pacing spaces the requests that reach the hosts and domains it lists. Empty: none.
 	Pacing []Pace
 
