@@ -76,13 +76,24 @@ func BenchmarkPassThroughPacing(b *testing.B) {
 // BenchmarkHitBudget is BenchmarkHit behind a client budget no request exceeds: what the
 // budgets cost a hit when they are on.
 func BenchmarkHitBudget(b *testing.B) {
+	benchFrontHit(b, "bench-hit-budget", Settings{Budgets: BudgetSettings{Client: budget.Rate{N: 1000000000, Per: time.Second}, Burst: time.Second}})
+}
+
+// BenchmarkHitAdmission is BenchmarkHit behind admission under its knee: what admission
+// costs a hit when it is on.
+func BenchmarkHitAdmission(b *testing.B) {
+	benchFrontHit(b, "bench-hit-admission", Settings{Admission: AdmissionSettings{KneeInFlight: 1000,
+		Lag: func() time.Duration { return 0 }}})
+}
+
+// benchFrontHit measures a fresh hit through h.Front() of a handler with settings s.
+func benchFrontHit(b *testing.B, name string, s Settings) {
 	body := strings.Repeat("x", 1024)
 	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "max-age=3600")
 		w.Write([]byte(body))
 	})
-	s := Settings{Budgets: BudgetSettings{Client: budget.Rate{N: 1000000000, Per: time.Second}, Burst: time.Second}}
-	h, err := New("bench-hit-budget", s, origin)
+	h, err := New(name, s, origin)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -117,11 +116,12 @@ func (s Settings) withDefaults() Settings {
 // use.
 type Controller struct {
 	s Settings
-	// inFlight is every request taken and not yet left.
-	inFlight int64
 
-	// mu guards byHost and names.
+	// mu guards inFlight, byHost and names.
 	mu sync.Mutex
+	// inFlight is every request taken and not yet left: a request refused never counts,
+	// so that a flood of refused requests cannot push the count past the limit.
+	inFlight int
 	// byHost counts the requests in flight per host; no zero entries.
 	byHost map[string]int
 	// names are the hosts seen under the knee, at most MaxNames.
@@ -141,18 +141,19 @@ func New(s Settings) (*Controller, error) {
 // rather than a method: in Yaegi a method call costs four times a function call, and every
 // request makes this one.
 func Enter(c *Controller, host string, protected bool) int {
-	n := atomic.AddInt64(&c.inFlight, 1)
 	var lag time.Duration
 	if c.s.Lag != nil {
 		lag = c.s.Lag()
 	}
+	c.mu.Lock()
+	// n counts the request itself.
+	n := c.inFlight + 1
 	level := 0
-	if n > int64(c.s.LimitInFlight) || lag >= c.s.LagLimit {
+	if n > c.s.LimitInFlight || lag >= c.s.LagLimit {
 		level = 2
-	} else if n > int64(c.s.KneeInFlight) || lag >= c.s.LagKnee {
+	} else if n > c.s.KneeInFlight || lag >= c.s.LagKnee {
 		level = 1
 	}
-	c.mu.Lock()
 	verdict := Admitted
 	switch {
 	case level == 0:
@@ -168,19 +169,17 @@ func Enter(c *Controller, host string, protected bool) int {
 		verdict = ShedHost
 	}
 	if verdict == Admitted {
+		c.inFlight = n
 		c.byHost[host]++
 	}
 	c.mu.Unlock()
-	if verdict != Admitted {
-		atomic.AddInt64(&c.inFlight, -1)
-	}
 	return verdict
 }
 
 // Leave ends an Admitted request for host.
 func Leave(c *Controller, host string) {
-	atomic.AddInt64(&c.inFlight, -1)
 	c.mu.Lock()
+	c.inFlight--
 	if n := c.byHost[host]; n > 1 {
 		c.byHost[host] = n - 1
 	} else {
@@ -191,5 +190,7 @@ func Leave(c *Controller, host string) {
 
 // InFlight is the requests in flight now.
 func (c *Controller) InFlight() int {
-	return int(atomic.LoadInt64(&c.inFlight))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inFlight
 }
