@@ -104,11 +104,17 @@ type front struct {
 // ServeHTTP refuses what admission refuses, answers 429 to a request over budget, and
 // serves the others.
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if f.h.admission != nil {
-		admitted(f.h, w, r)
+	h := f.h
+	if h.admission != nil {
+		admitted(h, w, r)
 		return
 	}
-	budgeted(f.h, w, r)
+	// No admission: budgets, or there would be no front. budgeted written out, one call
+	// less.
+	if overBudget(h, w, r) {
+		return
+	}
+	h.ServeHTTP(w, r)
 }
 
 // budgeted serves r unless it is over budget.
