@@ -117,9 +117,9 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		admission:       e.admission,
 	}
 	if h.admission != nil {
-		h.protect = append(append([]string(nil), s.Admission.Protect...), s.AdminPath)
-		if s.AdminPath == "" {
-			h.protect = h.protect[:len(h.protect)-1]
+		h.protect = append([]string(nil), s.Admission.Protect...)
+		if s.AdminPath != "" {
+			h.protect = append(h.protect, s.AdminPath)
 		}
 	}
 	if s.AdminPath != "" {
