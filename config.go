@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/weirproxy/weir/core"
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/core/limit"
 )
 
@@ -47,6 +49,9 @@ func (c *Config) settings() (core.Settings, error) {
 		{"breaker.probeInterval", c.Breaker.ProbeInterval, &s.Breaker.ProbeInterval},
 		{"negative.ttl", c.Negative.TTL, &s.Negative.TTL},
 		{"missRate.window", c.MissRate.Window, &s.MissRate.Window},
+		{"budgets.burst", c.Budgets.Burst, &s.Budgets.Burst},
+		{"admission.lagKnee", c.Admission.LagKnee, &s.Admission.LagKnee},
+		{"admission.lagLimit", c.Admission.LagLimit, &s.Admission.LagLimit},
 	}
 	for _, d := range durations {
 		v, err := parseDuration(d.field, d.value)
@@ -73,6 +78,8 @@ func (c *Config) settings() (core.Settings, error) {
 		{"breaker.probes", c.Breaker.Probes, &s.Breaker.Probes},
 		{"negative.maxEntries", c.Negative.MaxEntries, &s.Negative.MaxEntries},
 		{"missRate.minMisses", c.MissRate.MinMisses, &s.MissRate.MinMisses},
+		{"admission.kneeInFlight", c.Admission.KneeInFlight, &s.Admission.KneeInFlight},
+		{"admission.hostKneeInFlight", c.Admission.HostKneeInFlight, &s.Admission.HostKneeInFlight},
 	}
 	for _, n := range counts {
 		v, err := parseCount(n.field, n.value)
@@ -83,6 +90,15 @@ func (c *Config) settings() (core.Settings, error) {
 	}
 	if err := c.queueShare(s.Limiter); err != nil {
 		return s, err
+	}
+	if err := c.budgets(&s); err != nil {
+		return s, err
+	}
+	for _, p := range splitList(c.Admission.Protect) {
+		if p[0] != '/' {
+			return s, fmt.Errorf("%w: admission.protect: %q must be a path prefix such as \"/health\"", errConfig, p)
+		}
+		s.Admission.Protect = append(s.Admission.Protect, p)
 	}
 	return s, nil
 }
@@ -277,4 +293,68 @@ func splitList(list []string) []string {
 		}
 	}
 	return out
+}
+
+// budgets reads budgets.* and pacing.
+func (c *Config) budgets(s *core.Settings) error {
+	b := &s.Budgets
+	var err error
+	if b.Client, err = parseRate("budgets.client", c.Budgets.Client); err != nil {
+		return err
+	}
+	if b.Host, err = parseRate("budgets.host", c.Budgets.Host); err != nil {
+		return err
+	}
+	if b.Shared, err = parseBool("budgets.shared", c.Budgets.Shared); err != nil {
+		return err
+	}
+	src := strings.TrimSpace(c.Budgets.ClientSource)
+	switch {
+	case src == "" || strings.EqualFold(src, "remoteAddr"):
+	case strings.HasPrefix(src, "header:") && strings.TrimSpace(src[len("header:"):]) != "":
+		b.ClientHeader = strings.TrimSpace(src[len("header:"):])
+	case strings.HasPrefix(src, "forwardedDepth:"):
+		n, err := strconv.Atoi(strings.TrimSpace(src[len("forwardedDepth:"):]))
+		if err != nil || n < 1 {
+			return fmt.Errorf("%w: budgets.clientSource: %q needs a depth of at least 1, such as \"forwardedDepth:1\"", errConfig, c.Budgets.ClientSource)
+		}
+		b.ForwardedDepth = n
+	default:
+		return fmt.Errorf("%w: budgets.clientSource: %q must be remoteAddr, header:<field> or forwardedDepth:<n>", errConfig, c.Budgets.ClientSource)
+	}
+	for _, v := range splitList(c.Budgets.Exempt) {
+		_, n, err := net.ParseCIDR(v)
+		if err != nil {
+			return fmt.Errorf("%w: budgets.exempt: %q is not a CIDR such as \"10.0.0.0/8\"", errConfig, v)
+		}
+		b.Exempt = append(b.Exempt, n)
+	}
+	for _, v := range splitList(c.Pacing) {
+		i := strings.IndexByte(v, '=')
+		name := ""
+		if i > 0 {
+			name = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(v[:i]), "."))
+		}
+		if name == "" || strings.ContainsAny(name, "/:= ") {
+			return fmt.Errorf("%w: pacing: %q must be host=rate, such as \"feeds.example.com=3/10s\"", errConfig, v)
+		}
+		rate, err := parseRate("pacing", v[i+1:])
+		if err != nil {
+			return fmt.Errorf("%w: pacing: %q must be host=rate, such as \"feeds.example.com=3/10s\"", errConfig, v)
+		}
+		s.Pacing = append(s.Pacing, core.Pace{Name: name, Rate: rate})
+	}
+	return nil
+}
+
+// parseRate reads a rate, "200/10s" (N/10s, N/1s or N/1m). Empty means unset.
+func parseRate(field, value string) (budget.Rate, error) {
+	if strings.TrimSpace(value) == "" {
+		return budget.Rate{}, nil
+	}
+	r, err := budget.ParseRate(value)
+	if err != nil {
+		return budget.Rate{}, fmt.Errorf("%w: %s: %q is not a rate such as \"200/10s\" (N/10s, N/1s or N/1m)", errConfig, field, value)
+	}
+	return r, nil
 }

@@ -68,6 +68,14 @@ var labelFields = []labelField{
 	{"admin.path", func(c *Config, v string) { c.Admin.Path = v }},
 	{"admin.token", func(c *Config, v string) { c.Admin.Token = v }},
 	{"log.format", func(c *Config, v string) { c.Log.Format = v }},
+	{"budgets.client", func(c *Config, v string) { c.Budgets.Client = v }},
+	{"budgets.host", func(c *Config, v string) { c.Budgets.Host = v }},
+	{"budgets.burst", func(c *Config, v string) { c.Budgets.Burst = v }},
+	{"budgets.clientSource", func(c *Config, v string) { c.Budgets.ClientSource = v }},
+	{"admission.kneeInFlight", func(c *Config, v string) { c.Admission.KneeInFlight = v }},
+	{"admission.hostKneeInFlight", func(c *Config, v string) { c.Admission.HostKneeInFlight = v }},
+	{"admission.lagKnee", func(c *Config, v string) { c.Admission.LagKnee = v }},
+	{"admission.lagLimit", func(c *Config, v string) { c.Admission.LagLimit = v }},
 }
 
 // configSeed sets two fields (chosen by index, modulo the table) and key.queryDrop.

@@ -15,11 +15,13 @@ import (
 // them, and New accepts each.
 
 // otherFields are the keys of Weir's section that labelFields leaves out, as the fuzz test
-// must: the store's, whose url dials a server. key.queryDrop, a list, is decoded apart.
+// must: the store's, whose url dials a server, and budgets.shared, which needs it.
+// key.queryDrop, a list, is decoded apart.
 var otherFields = []labelField{
 	{"store.url", func(c *Config, v string) { c.Store.URL = v }},
 	{"store.keyPrefix", func(c *Config, v string) { c.Store.KeyPrefix = v }},
 	{"store.nearCache", func(c *Config, v string) { c.Store.NearCache = v }},
+	{"budgets.shared", func(c *Config, v string) { c.Budgets.Shared = v }},
 }
 
 // listField is a list of Weir's section, and how to set it.
@@ -34,6 +36,10 @@ var listFields = []listField{
 	{"breaker.overrides", func(c *Config, list []string) { c.Breaker.Overrides = list }},
 	{"breaker.paths", func(c *Config, list []string) { c.Breaker.Paths = list }},
 	{"admin.allow", func(c *Config, list []string) { c.Admin.Allow = list }},
+	{"budgets.exempt", func(c *Config, list []string) { c.Budgets.Exempt = list }},
+	{"admission.protect", func(c *Config, list []string) { c.Admission.Protect = list }},
+	// pacing is a list at the top of Weir's section, not in a section of its own.
+	{"pacing", func(c *Config, list []string) { c.Pacing = list }},
 }
 
 // decodeConfig decodes Weir's section of a middleware, as Traefik hands it over, into a
@@ -46,6 +52,15 @@ func decodeConfig(section map[string]interface{}) (*Config, []string, error) {
 	c := CreateConfig()
 	var set []string
 	for sec, v := range section {
+		if lf, ok := findList(sec); ok {
+			list, err := stringList(v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", sec, err)
+			}
+			lf.set(c, list)
+			set = append(set, lf.name)
+			continue
+		}
 		keys, ok := v.(map[string]interface{})
 		if !ok {
 			return nil, nil, fmt.Errorf("%s: a section of keys, not %v", sec, v)
@@ -167,7 +182,8 @@ func TestDynamicFixtures(t *testing.T) {
 			}
 			for _, fields := range [][]labelField{labelFields, otherFields} {
 				for _, f := range fields {
-					if !given[f.name] && f.name != "store.url" {
+					// store.url dials a server; budgets.shared needs it.
+					if !given[f.name] && f.name != "store.url" && f.name != "budgets.shared" {
 						t.Errorf("%s: %s is not given", file, f.name)
 					}
 				}

@@ -15,17 +15,65 @@ import (
 // labels. From labels every value arrives as a string, so sizes and durations are strings
 // ("32MiB", "10s") parsed in New.
 type Config struct {
-	Key      KeyConfig      `json:"key,omitempty"`
-	Cache    CacheConfig    `json:"cache,omitempty"`
-	Coalesce CoalesceConfig `json:"coalesce,omitempty"`
-	Timeouts TimeoutsConfig `json:"timeouts,omitempty"`
-	Limiter  LimiterConfig  `json:"limiter,omitempty"`
-	Breaker  BreakerConfig  `json:"breaker,omitempty"`
-	Negative NegativeConfig `json:"negative,omitempty"`
-	MissRate MissRateConfig `json:"missRate,omitempty"`
-	Store    StoreConfig    `json:"store,omitempty"`
-	Admin    AdminConfig    `json:"admin,omitempty"`
-	Log      LogConfig      `json:"log,omitempty"`
+	Key       KeyConfig       `json:"key,omitempty"`
+	Cache     CacheConfig     `json:"cache,omitempty"`
+	Coalesce  CoalesceConfig  `json:"coalesce,omitempty"`
+	Timeouts  TimeoutsConfig  `json:"timeouts,omitempty"`
+	Limiter   LimiterConfig   `json:"limiter,omitempty"`
+	Breaker   BreakerConfig   `json:"breaker,omitempty"`
+	Negative  NegativeConfig  `json:"negative,omitempty"`
+	MissRate  MissRateConfig  `json:"missRate,omitempty"`
+	Store     StoreConfig     `json:"store,omitempty"`
+	Admin     AdminConfig     `json:"admin,omitempty"`
+	Log       LogConfig       `json:"log,omitempty"`
+	Budgets   BudgetsConfig   `json:"budgets,omitempty"`
+	Admission AdmissionConfig `json:"admission,omitempty"`
+	// Pacing spaces the requests that reach a host, or every host of a domain, evenly: one
+	// string each, "feeds.example.com=3/10s" (rates N/10s, N/1s or N/1m). A list, not a map:
+	// hosts hold dots, which labels would split into nested keys.
+	Pacing []string `json:"pacing,omitempty"`
+}
+
+// AdmissionConfig is admission control: past a knee of requests in flight through the
+// middleware, or of scheduler lag, the requests that make the load get an immediate 503
+// with Retry-After as their heads arrive. Off unless kneeInFlight is set.
+type AdmissionConfig struct {
+	// KneeInFlight is the requests in flight past which hosts over their share and names no
+	// router expects are refused; past twice as many, everything but Protect ("": off).
+	KneeInFlight string `json:"kneeInFlight,omitempty"`
+	// HostKneeInFlight is one host's share past the knee (kneeInFlight/4).
+	HostKneeInFlight string `json:"hostKneeInFlight,omitempty"`
+	// LagKnee is the scheduler lag (how late a 10ms ticker fires) that passes the knee
+	// ("10ms"); LagLimit the one past which only Protect is taken ("50ms").
+	LagKnee  string `json:"lagKnee,omitempty"`
+	LagLimit string `json:"lagLimit,omitempty"`
+	// Protect lists path prefixes taken even past the limit, such as the health check;
+	// admin.path always is.
+	Protect []string `json:"protect,omitempty"`
+}
+
+// BudgetsConfig is the request budgets: token buckets per client and per Host, spent before
+// any lookup; a request over budget gets 429 with Retry-After. Off unless a rate is set.
+type BudgetsConfig struct {
+	// Client is each client's rate, "200/10s" (N/10s, N/1s or N/1m); IPv6 clients count as
+	// their /64 ("": no client budget).
+	Client string `json:"client,omitempty"`
+	// Host is each Host's rate ("": no host budget).
+	Host string `json:"host,omitempty"`
+	// Burst is how much of its rate each bucket saves up while quiet ("2s" of "200/10s" is
+	// 40 requests at once; "": one request).
+	Burst string `json:"burst,omitempty"`
+	// ClientSource says where the client's address is read: "remoteAddr" (the connection,
+	// the default), "header:X-Real-IP" (a field set by a trusted proxy in front) or
+	// "forwardedDepth:1" (X-Forwarded-For, the Nth from the right, as Traefik's
+	// ipStrategy.depth).
+	ClientSource string `json:"clientSource,omitempty"`
+	// Exempt lists CIDRs whose clients no budget counts.
+	Exempt []string `json:"exempt,omitempty"`
+	// Shared counts the budgets with every Traefik instance sharing store.url, in batches
+	// on the store's clock ("false": each instance counts alone). A store that fails leaves
+	// each instance counting alone, never refusing for it.
+	Shared string `json:"shared,omitempty"`
 }
 
 // KeyConfig says how requests map to cache keys.
@@ -200,5 +248,5 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 		core.ConfigRejected(name, config.Log.Format, err)
 		return nil, err
 	}
-	return h, nil
+	return h.Front(), nil
 }

@@ -50,6 +50,27 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"miss throttle", func(c *Config) { c.MissRate.Throttle = "sometimes" }, "missRate.throttle", "sometimes"},
 		{"store url", func(c *Config) { c.Store.URL = "ftp://cache:21" }, "store.url", "ftp://cache:21"},
 		{"near cache", func(c *Config) { c.Store.NearCache = "often" }, "store.nearCache", "often"},
+		{"client budget", func(c *Config) { c.Budgets.Client = "200 per 10s" }, "budgets.client", "200 per 10s"},
+		{"client budget period", func(c *Config) { c.Budgets.Client = "200/5s" }, "budgets.client", "200/5s"},
+		{"zero host budget", func(c *Config) { c.Budgets.Host = "0/10s" }, "budgets.host", "0/10s"},
+		{"budget burst", func(c *Config) { c.Budgets.Burst = "-2s" }, "budgets.burst", "-2s"},
+		{"client source", func(c *Config) { c.Budgets.ClientSource = "cookie:id" }, "budgets.clientSource", "cookie:id"},
+		{"forwarded depth", func(c *Config) { c.Budgets.ClientSource = "forwardedDepth:0" }, "budgets.clientSource", "forwardedDepth:0"},
+		{"exempt", func(c *Config) { c.Budgets.Exempt = []string{"10.0.0.0/33"} }, "budgets.exempt", "10.0.0.0/33"},
+		{"budgets shared flag", func(c *Config) { c.Budgets.Shared = "sometimes" }, "budgets.shared", "sometimes"},
+		{"budgets shared without a store", func(c *Config) {
+			c.Budgets.Client = "10/1s"
+			c.Budgets.Shared = "true"
+		}, "budgets.shared", "true"},
+		{"admission knee", func(c *Config) { c.Admission.KneeInFlight = "lots" }, "admission.kneeInFlight", "lots"},
+		{"admission lag", func(c *Config) { c.Admission.LagKnee = "soon" }, "admission.lagKnee", "soon"},
+		{"admission lag order", func(c *Config) {
+			c.Admission.KneeInFlight = "100"
+			c.Admission.LagLimit = "5ms"
+		}, "admission.lagLimit", "5ms"},
+		{"admission protect", func(c *Config) { c.Admission.Protect = []string{"health"} }, "admission.protect", "health"},
+		{"pacing without rate", func(c *Config) { c.Pacing = []string{"feeds.example.com"} }, "pacing", "feeds.example.com"},
+		{"pacing rate", func(c *Config) { c.Pacing = []string{"feeds.example.com=3/7s"} }, "pacing", "feeds.example.com=3/7s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -114,6 +135,38 @@ func TestConfigFromLabelStrings(t *testing.T) {
 	}
 	if got, want := s.Limiter.MaxConcurrent, 32; got != want {
 		t.Errorf("Limiter.MaxConcurrent = %d, want %d", got, want)
+	}
+}
+
+// TestBudgetsFromLabelStrings: budgets.* and pacing as labels deliver them.
+func TestBudgetsFromLabelStrings(t *testing.T) {
+	c := CreateConfig()
+	c.Budgets.Client = "200/10s"
+	c.Budgets.Host = "5000/1m"
+	c.Budgets.Burst = "2s"
+	c.Budgets.ClientSource = "forwardedDepth:2"
+	c.Budgets.Exempt = []string{"10.0.0.0/8, 2001:db8::/32"}
+	c.Pacing = []string{"Feeds.Example.com=3/10s,example.org=1/1s"}
+	s, err := c.settings()
+	if err != nil {
+		t.Fatalf("settings: %v", err)
+	}
+	b := s.Budgets
+	if b.Client.N != 200 || b.Client.Per != 10*time.Second || b.Host.N != 5000 || b.Host.Per != time.Minute {
+		t.Errorf("rates = %+v, %+v; want 200/10s, 5000/1m", b.Client, b.Host)
+	}
+	if b.Burst != 2*time.Second || b.ForwardedDepth != 2 || b.ClientHeader != "" {
+		t.Errorf("burst %s, depth %d, header %q; want 2s, 2, none", b.Burst, b.ForwardedDepth, b.ClientHeader)
+	}
+	if len(b.Exempt) != 2 || b.Exempt[1].String() != "2001:db8::/32" {
+		t.Errorf("exempt = %v, want 10.0.0.0/8 and 2001:db8::/32", b.Exempt)
+	}
+	if len(s.Pacing) != 2 || s.Pacing[0].Name != "feeds.example.com" || s.Pacing[0].Rate.N != 3 || s.Pacing[1].Rate.Per != time.Second {
+		t.Errorf("pacing = %+v, want feeds.example.com at 3/10s and example.org at 1/1s", s.Pacing)
+	}
+	c.Budgets.ClientSource = "header:X-Real-IP"
+	if s, err = c.settings(); err != nil || s.Budgets.ClientHeader != "X-Real-IP" {
+		t.Errorf("header:X-Real-IP: header %q, error %v; want X-Real-IP", s.Budgets.ClientHeader, err)
 	}
 }
 

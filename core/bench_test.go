@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/weirproxy/weir/core/budget"
 )
 
 // BenchmarkHit measures one fresh hit from the memory store, the path that decides Weir's
@@ -53,6 +56,60 @@ func BenchmarkPassThrough(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchServe(b, h, "/a/b", "Weir; fwd=uri-miss; detail=uncacheable")
+}
+
+// BenchmarkPassThroughPacing is BenchmarkPassThrough with pacing set for another host: what
+// a pass-through request of a host without pacing pays while pacing is on.
+func BenchmarkPassThroughPacing(b *testing.B) {
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write([]byte("x"))
+	})
+	s := Settings{Pacing: []Pace{{Name: "feeds.example.org", Rate: budget.Rate{N: 3, Per: 10 * time.Second}}}}
+	h, err := New("bench-pass-pacing", s, origin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchServe(b, h, "/a/b", "Weir; fwd=uri-miss; detail=uncacheable")
+}
+
+// BenchmarkHitBudget is BenchmarkHit behind a client budget no request exceeds: what the
+// budgets cost a hit when they are on.
+func BenchmarkHitBudget(b *testing.B) {
+	benchFrontHit(b, "bench-hit-budget", Settings{Budgets: BudgetSettings{Client: budget.Rate{N: 1000000000, Per: time.Second}, Burst: time.Second}})
+}
+
+// BenchmarkHitAdmission is BenchmarkHit behind admission under its knee: what admission
+// costs a hit when it is on.
+func BenchmarkHitAdmission(b *testing.B) {
+	benchFrontHit(b, "bench-hit-admission", Settings{Admission: AdmissionSettings{KneeInFlight: 1000,
+		Lag: func() time.Duration { return 0 }}})
+}
+
+// benchFrontHit measures a fresh hit through h.Front() of a handler with settings s.
+func benchFrontHit(b *testing.B, name string, s Settings) {
+	body := strings.Repeat("x", 1024)
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=3600")
+		w.Write([]byte(body))
+	})
+	h, err := New(name, s, origin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	front := h.Front()
+	r := httptest.NewRequest(http.MethodGet, "http://example.com/a/b", nil)
+	r.RequestURI = "/a/b"
+	front.ServeHTTP(httptest.NewRecorder(), r)
+	w := httptest.NewRecorder()
+	front.ServeHTTP(w, r)
+	if got := w.Header().Get("Cache-Status"); !strings.HasPrefix(got, statusHit) {
+		b.Fatalf("second request: Cache-Status %q, want a hit", got)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		front.ServeHTTP(httptest.NewRecorder(), r)
+	}
 }
 
 // benchServe serves a GET of uri on example.com with h twice, fails unless the second

@@ -58,11 +58,13 @@ type refusal struct {
 	throttled time.Duration
 	// shed is the limiter's reason (FR-LIM-5).
 	shed error
+	// paced is how long until a paced origin has a turn within limiter.maxQueueWait.
+	paced time.Duration
 }
 
 // refusedAny tells a refusal from none.
 func refusedAny(f refusal) bool {
-	return f.open > 0 || f.throttled > 0 || f.shed != nil
+	return f.open > 0 || f.throttled > 0 || f.shed != nil || f.paced > 0
 }
 
 // enter asks the gate to let a request for host and path, in partition part, through to the
@@ -77,6 +79,12 @@ func enter(h *Handler, ctx context.Context, part, host, path string, upload bool
 	// (breaker.AllClosed): finding host's breaker costs interpreted calls and a lock.
 	if t.record || !breaker.AllClosed(h.e.breakers) {
 		if f := askBreaker(h, t, host, path); f != nil {
+			return nil, f
+		}
+	}
+	// Pacing after the breaker: an open breaker wins, and a paced wait is no failure.
+	if h.pacing != nil {
+		if f := paceTurn(h, t, ctx, host, way); f != nil {
 			return nil, f
 		}
 	}
@@ -247,6 +255,9 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.E
 	case f.throttled > 0:
 		countShed(h.e, "miss-rate")
 		h.heldBack(w, r, stale, cacheStatus, "miss-rate", f.throttled)
+	case f.paced > 0:
+		countShed(h.e, detailPaced)
+		h.heldBack(w, r, stale, cacheStatus, detailPaced, f.paced)
 	case errors.Is(f.shed, limit.ErrContextDone):
 	case stale != nil && now.Before(stale.StaleIfErrorUntil):
 		countShed(h.e, limit.Detail(f.shed))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/admin"
+	"github.com/weirproxy/weir/core/admit"
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
@@ -66,7 +67,21 @@ type Handler struct {
 	// notClosed is the engine's count of breakers not closed (breaker.NotClosed), which
 	// pass loads itself rather than calling breaker.AllClosed.
 	notClosed *int32
+	// budgets are the request budgets, checked in front of ServeHTTP (Front); nil when off.
+	budgets *budgets
+	// pacing is the paced origins, whose requests wait for their turn in the gate; nil when
+	// none.
+	pacing *pacing
+	// admission is admission control, in front of ServeHTTP (Front); nil when off. protect
+	// lists the path prefixes it takes past its limit: admission.protect and admin.path.
+	admission *admit.Controller
+	protect   []string
 }
+
+// alwaysGated stands in for the count of breakers not closed while pacing is on: pass,
+// finding it not zero, sends every request through the gate, where paced hosts wait for
+// their turn. Without pacing, pass pays nothing for it.
+var alwaysGated int32 = 1
 
 // New returns the handler of the middleware name in front of next, finding the engine that
 // earlier configurations of name built, or building it.
@@ -97,9 +112,21 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		hits:            &e.metrics.outcomes[outcomeHit].N,
 		passes:          &e.metrics.outcomes[outcomePass].N,
 		notClosed:       breaker.NotClosed(e.breakers),
+		budgets:         e.budgets,
+		pacing:          e.pacing,
+		admission:       e.admission,
+	}
+	if h.admission != nil {
+		h.protect = append([]string(nil), s.Admission.Protect...)
+		if s.AdminPath != "" {
+			h.protect = append(h.protect, s.AdminPath)
+		}
 	}
 	if s.AdminPath != "" {
 		h.admin = newAdmin(e, s)
+	}
+	if h.pacing != nil {
+		h.notClosed = &alwaysGated
 	}
 	return h, nil
 }
@@ -357,9 +384,37 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 	switch atomic.LoadInt32(h.notClosed) {
 	case 0:
 	default:
+		// A call with passGated's arguments, so that pass's frame is as without pacing.
+		passOff(h, w, r, part, cacheStatus)
+		return
+	}
+
+	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
+	if slot == nil {
 		passGated(h, w, r, part, cacheStatus)
 		return
 	}
+	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
+	defer limit.Return(slot)
+	atomic.AddInt64(h.passes, 1)
+	w.Header()["Cache-Status"] = cacheStatus
+	h.next.ServeHTTP(w, r)
+}
+
+// passOff is pass when its fast path is off: a breaker that is not closed, or pacing on
+// (alwaysGated). A host without pacing behind closed breakers still takes the fast path,
+// written out once more in passFree; the others take passGated, the gate in full.
+func passOff(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
+	if h.pacing == nil || !breaker.AllClosed(h.e.breakers) || paceOf(h.pacing, r.Host) != nil {
+		passGated(h, w, r, part, cacheStatus)
+		return
+	}
+	passFree(h, w, r, part, cacheStatus)
+}
+
+// passFree is pass's fast path for a host without pacing while pacing is on: a slot free at
+// once, else the gate in full.
+func passFree(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
 	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
 	if slot == nil {
 		passGated(h, w, r, part, cacheStatus)

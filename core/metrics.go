@@ -26,7 +26,7 @@ var outcomeNames = []string{"hit", "stale", "miss", "pass", "negative", "shed", 
 
 // shedReasons are the reasons of weir_shed_total: every detail a refused request's
 // Cache-Status carries (refused), the last one for any other.
-var shedReasons = []string{"circuit-open", "miss-rate", "queue-full", "partition-queue-full", "queue-wait", "background-busy", "other"}
+var shedReasons = []string{"circuit-open", "miss-rate", "queue-full", "partition-queue-full", "queue-wait", "background-busy", "over-budget", "paced", "admission-host", "admission-name", "admission", "other"}
 
 // engineMetrics are one middleware's metrics (ARCHITECTURE.md, "Metrics"). They outlive
 // reloads, as counters must: a reload that reset them would read as a counter reset.
@@ -147,6 +147,8 @@ func outcomeOf(a *answer, now time.Time) int {
 	case a.detail == "negative":
 		return outcomeNegative
 	case a.status == 503 && a.retryAfter > 0 && a.detail != "purge-failed":
+		return outcomeShed
+	case a.status == 429:
 		return outcomeShed
 	case a.status >= 500:
 		return outcomeError

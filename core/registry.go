@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirproxy/weir/core/admit"
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/flight"
@@ -41,6 +42,16 @@ type engine struct {
 	negConf     string
 	missRate    *missrate.Detector
 	missConf    string
+	// budgets are the request budgets' tables, kept across reloads that do not change them;
+	// nil when off. pacing is the paced origins' turns, likewise.
+	budgets    *budgets
+	budgetConf string
+	pacing     *pacing
+	paceConf   string
+	// admission is admission control, kept across reloads that do not change it; nil when
+	// off.
+	admission *admit.Controller
+	admitConf string
 	// anomalies keeps the recent miss-rate anomalies for the admin, across reloads.
 	anomalies *anomalyLog
 	// overridden lists the keys breaker.overrides gave parameters, so that a reload that
@@ -176,6 +187,9 @@ func engineFor(name string, s Settings) (*engine, error) {
 	} else if e.missRate, err = missrate.New(s.MissRate); err != nil {
 		return nil, err
 	}
+	if err := keepBudgets(e, old, s); err != nil {
+		return nil, err
+	}
 	e.anomalies = old.anomalies
 	if e.anomalies == nil {
 		e.anomalies = &anomalyLog{}
@@ -189,7 +203,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s paths=%q ignore429=%v", e.fingerprint+e.breakerConf+e.negConf+e.missConf,
+	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s paths=%q ignore429=%v", e.fingerprint+e.breakerConf+e.negConf+e.missConf+e.budgetConf+e.paceConf+e.admitConf,
 		s.Limiter, s.AdminPath, s.LogFormat, e.breakerPaths, s.BreakerIgnoreStatus429)
 	registry.engines[name] = e
 	if e.conf != old.conf {
@@ -217,6 +231,39 @@ func applyOverrides(e, old *engine, list []breaker.KeyOverride) error {
 				e.breakers.RemoveOverride(key)
 			}
 		}
+	}
+	return nil
+}
+
+// keepBudgets gives e the budgets and pacing of s: old's tables when their settings are the
+// same, so that a reload does not hand every client a fresh burst, new ones otherwise.
+func keepBudgets(e, old *engine, s Settings) error {
+	var err error
+	e.budgetConf = fmt.Sprintf(" budgets=%+v storeTimeout=%s", s.Budgets, s.StoreTimeout)
+	if old.budgetConf == e.budgetConf {
+		e.budgets = old.budgets
+	} else if e.budgets, err = newBudgets(e.name, s.Budgets, s.StoreTimeout, s.Now); err != nil {
+		return err
+	}
+	if e.budgets != nil && e.budgets.share != nil {
+		if e.mem == nil {
+			e.budgets.share.setStore(e.store, s.Log)
+		} else {
+			e.budgets.share.setStore(nil, s.Log)
+		}
+	}
+	e.admitConf = admissionConf(s.Admission)
+	if old.admitConf == e.admitConf {
+		e.admission = old.admission
+	} else if e.admission, err = newAdmission(s.Admission); err != nil {
+		return err
+	}
+	wait := queueWait(s.Limiter.MaxQueueWait)
+	e.paceConf = fmt.Sprintf(" pacing=%+v wait=%s", s.Pacing, wait)
+	if old.paceConf == e.paceConf && old.pacing != nil {
+		e.pacing = old.pacing
+	} else if e.pacing, err = newPacing(s.Pacing, wait, s.Limiter.AfterFunc); err != nil {
+		return err
 	}
 	return nil
 }

@@ -74,6 +74,13 @@ type Settings struct {
 	// It is updated live on reload.
 	Limiter limit.Settings
 
+	// Budgets are the request budgets (budgets.*); zero: off.
+	Budgets BudgetSettings
+	// Admission is admission control (admission.*); zero: off.
+	Admission AdmissionSettings
+	// Pacing spaces the requests that reach the hosts and domains it lists. Empty: none.
+	Pacing []Pace
+
 	// Breaker is the circuit breaker (FR-CB-1..5); zero fields are its defaults. Its Scope
 	// says whether one breaker watches the engine, each host (empty: the default) or each
 	// registrable domain.
@@ -215,6 +222,9 @@ func (s Settings) validate() error {
 	}
 	if err := s.validateAdmin(); err != nil {
 		return err
+	}
+	if s.Budgets.Shared && s.StoreURL == "" && s.Store == nil {
+		return fmt.Errorf("%w: budgets.shared: true needs store.url, a store to share the budgets through", ErrSettings)
 	}
 	if s.MaxSize < 0 {
 		return fmt.Errorf("%w: cache.maxSize: %d must not be negative", ErrSettings, s.MaxSize)

@@ -112,6 +112,12 @@ func noNearCache(conf map[string]interface{}) map[string]interface{} {
 // directory on its own ports, side by side.
 func startPair(t *testing.T, o *Origin, d Dynamic) (a, b *Traefik) {
 	t.Helper()
+	return startPairWith(t, Options{}, o, d)
+}
+
+// startPairWith is startPair with opts (Binary, Root and Dir filled in) for both.
+func startPairWith(t *testing.T, opts Options, o *Origin, d Dynamic) (a, b *Traefik) {
+	t.Helper()
 	binary, root := requireTraefik(t)
 	var trs [2]*Traefik
 	var errs [2]error
@@ -122,7 +128,9 @@ func startPair(t *testing.T, o *Origin, d Dynamic) (a, b *Traefik) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			trs[i], errs[i] = Start(Options{Binary: binary, Root: root, Dir: dirs[i]}, o.URL, d)
+			o2 := opts
+			o2.Binary, o2.Root, o2.Dir = binary, root, dirs[i]
+			trs[i], errs[i] = Start(o2, o.URL, d)
 		}(i)
 	}
 	wg.Wait()

@@ -52,6 +52,10 @@ type Options struct {
 	StartTimeout time.Duration
 	// ReloadTimeout bounds Apply; 0 means DefaultReloadTimeout.
 	ReloadTimeout time.Duration
+	// TrustForwarded makes the web entry point trust the forwarded headers (X-Real-Ip,
+	// X-Forwarded-For) of its clients, all on 127.0.0.1, so that a test can speak for
+	// clients of other addresses. False: Traefik drops them and sets its own.
+	TrustForwarded bool
 }
 
 func (o Options) withDefaults() Options {
@@ -167,7 +171,7 @@ func (tr *Traefik) prepare() error {
 	tr.LogPath = filepath.Join(tr.Dir, "traefik.log")
 	tr.OutPath = filepath.Join(tr.Dir, "traefik.out")
 	tr.client = newClient()
-	static := staticConfig(web, api, tr.opts.LogLevel, tr.LogPath, tr.dynDir)
+	static := staticConfig(web, api, tr.opts.LogLevel, tr.LogPath, tr.dynDir, tr.opts.TrustForwarded)
 	if err := os.WriteFile(filepath.Join(tr.Dir, "traefik.yml"), []byte(static), 0o644); err != nil {
 		return err
 	}
@@ -183,14 +187,21 @@ func (tr *Traefik) failStart(err error) error {
 // traefik entry point with the API, pprof (api.debug) and ping, the file provider watching
 // the dynamic directory, and Weir as a local plugin that must load (abortOnPluginFailure).
 // The provider throttle is off so a reload is applied as soon as the file changes; a short
-// grace period keeps Stop quick.
-func staticConfig(web, api int, level, logPath, dynDir string) string {
+// grace period keeps Stop quick. trust makes the web entry point trust 127.0.0.1's
+// forwarded headers.
+func staticConfig(web, api int, level, logPath, dynDir string, trust bool) string {
+	forwarded := ""
+	if trust {
+		forwarded = `
+    forwardedHeaders:
+      trustedIPs: ["127.0.0.1/32"]`
+	}
 	return fmt.Sprintf(`global:
   checkNewVersion: false
   sendAnonymousUsage: false
 entryPoints:
   web:
-    address: "127.0.0.1:%d"
+    address: "127.0.0.1:%d"%s
     transport:
       lifeCycle:
         graceTimeOut: 1s
@@ -217,7 +228,7 @@ experimental:
   localPlugins:
     %s:
       moduleName: %s
-`, web, api, level, logPath, dynDir, PluginName, ModuleName)
+`, web, forwarded, api, level, logPath, dynDir, PluginName, ModuleName)
 }
 
 // Apply replaces the dynamic configuration and returns once Traefik serves it: the marker

@@ -250,6 +250,25 @@ func guardPurge(g *Guard, ctx context.Context, op int, arg string) (int, error) 
 	return n, err
 }
 
+// Book implements Booker through the guarded store: refused with ErrUnavailable while the
+// breaker is open, bounded by Timeout, its failure counted as any call's. It returns
+// ErrBookUnsupported when the guarded store is no Booker.
+func (g *Guard) Book(ctx context.Context, keys []string, counts []int64, interval time.Duration) ([]time.Duration, error) {
+	inner, ok := g.inner.(Booker)
+	if !ok {
+		return nil, ErrBookUnsupported
+	}
+	p := g.b.Allow(g.s.Now())
+	if !p.Allowed {
+		return nil, ErrUnavailable
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.s.Timeout)
+	ahead, err := inner.Book(cctx, keys, counts, interval)
+	cancel()
+	record(g, ctx, p, err)
+	return ahead, err
+}
+
 // Open reports whether the breaker is open (or a trial call is out), so that calls fail
 // with ErrUnavailable.
 func (g *Guard) Open() bool {

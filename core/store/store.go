@@ -24,7 +24,20 @@ var (
 	// ErrPurgeUnsupported is returned by a Guard's purges when the store it guards is no
 	// Purger.
 	ErrPurgeUnsupported = errors.New("store cannot purge")
+	// ErrBookUnsupported is returned by a Guard's Book when the store it guards is no
+	// Booker.
+	ErrBookUnsupported = errors.New("store cannot count budgets")
 )
+
+// Booker counts request budgets shared by several instances, on the store's own clock, so
+// that instances whose clocks differ count alike.
+type Booker interface {
+	// Book adds counts[i] requests, of interval each, to the bucket under keys[i] (a bucket
+	// booked no further than the store's now starts from now), and returns how far past the
+	// store's now each bucket is booked once they are added. Buckets expire once their
+	// bookings have passed.
+	Book(ctx context.Context, keys []string, counts []int64, interval time.Duration) ([]time.Duration, error)
+}
 
 // Bounds on an entry's tags (Entry.Tags), which come from an answer's Surrogate-Key and
 // Cache-Tag fields and, in a shared store, from untrusted bytes (Decode). Fastly allows

@@ -1,0 +1,105 @@
+package core
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/weirproxy/weir/core/admit"
+)
+
+// Admission (admission.*): past a knee of requests in flight through the middleware, or of
+// scheduler lag, the requests that make the load are refused as their heads arrive (a host
+// over its share, a name no router expects), and past the limit everything but the
+// protected paths, so that the requests taken keep their latency. The mechanism is
+// core/admit; what is protected, and the answer, are decided here.
+
+// Cache-Status details, and shed reasons, of refused admissions.
+const (
+	detailAdmissionHost = "admission-host"
+	detailAdmissionName = "admission-name"
+	detailAdmission     = "admission"
+)
+
+// admissionRetryAfter is the Retry-After of a refused admission: overload passes or is
+// handled in about a second.
+const admissionRetryAfter = time.Second
+
+// AdmissionSettings are admission control. A zero KneeInFlight: off, at no cost to the hit
+// path.
+type AdmissionSettings struct {
+	// KneeInFlight is the requests in flight past which hosts over their share and unknown
+	// names are refused. Zero: admission off.
+	KneeInFlight int
+	// HostKneeInFlight is one host's share past the knee. Zero: KneeInFlight/4.
+	HostKneeInFlight int
+	// LagKnee and LagLimit are the scheduler lags that pass the knee and the limit (twice
+	// KneeInFlight in flight). Zero: 10ms, 50ms.
+	LagKnee  time.Duration
+	LagLimit time.Duration
+	// Protect lists path prefixes taken even past the limit: the health check. admin.path
+	// is always protected.
+	Protect []string
+	// Lag reads the scheduler lag (tests). Nil: the process's 10ms ticker
+	// (admit.SchedulerLag).
+	Lag func() time.Duration
+}
+
+// newAdmission builds the controller of s, or nil when admission is off.
+func newAdmission(s AdmissionSettings) (*admit.Controller, error) {
+	if s.KneeInFlight == 0 {
+		return nil, nil
+	}
+	lag := s.Lag
+	if lag == nil {
+		lag = admit.SchedulerLag
+	}
+	c, err := admit.New(admit.Settings{KneeInFlight: s.KneeInFlight, HostKneeInFlight: s.HostKneeInFlight,
+		LagKnee: s.LagKnee, LagLimit: s.LagLimit, Lag: lag})
+	if err != nil {
+		return nil, fmt.Errorf("%w: admission.%v", ErrSettings, err)
+	}
+	return c, nil
+}
+
+// admissionConf names what a reload must keep to keep the controller.
+func admissionConf(s AdmissionSettings) string {
+	return fmt.Sprintf(" admission=%d/%d/%s/%s/%t", s.KneeInFlight, s.HostKneeInFlight, s.LagKnee, s.LagLimit, s.Lag != nil)
+}
+
+// admitted serves r when admission takes it, answers 503 when it does not.
+func admitted(h *Handler, w http.ResponseWriter, r *http.Request) {
+	host := r.Host
+	switch admit.Enter(h.admission, host, protectedPath(h.protect, r.URL.Path)) {
+	case admit.Admitted:
+	case admit.ShedHost:
+		refuseAdmission(h, w, r, detailAdmissionHost)
+		return
+	case admit.ShedName:
+		refuseAdmission(h, w, r, detailAdmissionName)
+		return
+	default:
+		refuseAdmission(h, w, r, detailAdmission)
+		return
+	}
+	defer admit.Leave(h.admission, host)
+	budgeted(h, w, r)
+}
+
+// refuseAdmission answers a request admission refused: 503, Retry-After, the reason.
+func refuseAdmission(h *Handler, w http.ResponseWriter, r *http.Request, detail string) {
+	countShed(h.e, detail)
+	h.write(w, r, &answer{status: http.StatusServiceUnavailable, text: "overloaded, retry later",
+		cache: "Weir", detail: detail, retryAfter: admissionRetryAfter})
+}
+
+// protectedPath tells whether path is under one of the prefixes.
+func protectedPath(prefixes []string, path string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
