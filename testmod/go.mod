@@ -6,9 +6,12 @@ go 1.26.0
 
 require (
 	github.com/chromedp/chromedp v0.23.0
+	github.com/mitchellh/mapstructure v1.5.1-0.20231216201459-8508981c8b6c
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
+	github.com/traefik/paerser v0.2.2
 	github.com/weirproxy/weir v0.0.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
