@@ -10,6 +10,7 @@ require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
 	github.com/traefik/paerser v0.2.2
+	github.com/traefik/yaegi v0.16.1
 	github.com/weirproxy/weir v0.0.0
 	gopkg.in/yaml.v3 v3.0.1
 )

@@ -13,8 +13,17 @@ import (
 // split into a list and weakly typed input.
 func pluginConfig(section map[string]interface{}) (*weir.Config, error) {
 	cfg := weir.CreateConfig()
+	if err := decodePlugin(section, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// decodePlugin is Traefik's decoding of a plugin section onto cfg, a pointer to the plugin's
+// configuration: compiled, or interpreted by Yaegi.
+func decodePlugin(section map[string]interface{}, cfg interface{}) error {
 	if len(section) == 0 {
-		return cfg, nil
+		return nil
 	}
 	decoder, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		DecodeHook:       mapstructure.StringToSliceHookFunc(","),
@@ -22,10 +31,10 @@ func pluginConfig(section map[string]interface{}) (*weir.Config, error) {
 		Result:           cfg,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("failed to create configuration decoder: %w", err)
+		return fmt.Errorf("failed to create configuration decoder: %w", err)
 	}
 	if err := decoder.Decode(section); err != nil {
-		return nil, fmt.Errorf("failed to decode configuration: %w", err)
+		return fmt.Errorf("failed to decode configuration: %w", err)
 	}
-	return cfg, nil
+	return nil
 }
