@@ -35,6 +35,10 @@ type Dynamic struct {
 	// write it under http.middlewares.<name>.plugin.weir. A nil or empty map is an empty
 	// configuration: every setting at its default.
 	Middlewares map[string]map[string]interface{}
+	// Builtin maps a middleware name to one of Traefik's own middlewares, as written under
+	// http.middlewares.<name> (for example {"inFlightReq": {"amount": 16}}), for tests that
+	// compare Weir with them.
+	Builtin map[string]map[string]interface{}
 }
 
 // originService is the name of the service that forwards to the origin.
@@ -76,13 +80,16 @@ func (d Dynamic) document(originURL string, gen int) map[string]interface{} {
 			},
 		},
 	}
-	if len(d.Middlewares) > 0 {
-		mws := make(map[string]interface{}, len(d.Middlewares))
+	if len(d.Middlewares)+len(d.Builtin) > 0 {
+		mws := make(map[string]interface{}, len(d.Middlewares)+len(d.Builtin))
 		for name, conf := range d.Middlewares {
 			if conf == nil {
 				conf = map[string]interface{}{}
 			}
 			mws[name] = map[string]interface{}{"plugin": map[string]interface{}{PluginName: conf}}
+		}
+		for name, conf := range d.Builtin {
+			mws[name] = conf
 		}
 		httpConf["middlewares"] = mws
 	}
