@@ -14,4 +14,6 @@
 // label parser (github.com/traefik/paerser) and the plugin decoder Traefik uses
 // (github.com/mitchellh/mapstructure), and catalog_test.go loads the plugin as the plugin
 // catalog does, in Yaegi (github.com/traefik/yaegi) with .traefik.yml's testData.
+// democonf builds the demo's dynamic configuration from Traefik's configuration types
+// (github.com/traefik/genconf) and Weir's Config.
 package testmod

@@ -31,9 +31,10 @@ mkdir -p "$work"
 "$root/scripts/plugin-tree.sh" "$work/plugins-local/src/github.com/weirproxy/weir"
 cp "$here/traefik.yml" "$work/"
 # The demo's dynamic configuration is a fixture the tests check too (testdata/README.md).
+# With Redis, the same configuration with store.url, written from typed values by
+# testmod/cmd/democonf (which TestDemoFixture checks against the fixture).
 if $redis; then
-  sed "s|^\( *\)# run.sh --redis puts the store section here.|\1store:\n\1  url: redis://127.0.0.1:$redis_port/0|" \
-    "$root/testdata/dynamic/demo.yml" > "$work/dynamic.yml"
+  (cd "$root/testmod" && GOFLAGS=-mod=mod go run ./cmd/democonf -store "redis://127.0.0.1:$redis_port/0") > "$work/dynamic.yml"
 else
   cp "$root/testdata/dynamic/demo.yml" "$work/dynamic.yml"
 fi
