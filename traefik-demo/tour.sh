@@ -12,14 +12,25 @@ log="$work/traefik.log"
 tour=$(date +%s)
 
 step() { printf '\n=== %s\n' "$*"; }
-show() { printf '$ %s\n' "$*" >&2; "$@"; }
+# show CMD...: prints the command, quoting what the shell would need quoted, then runs it.
+show() {
+  local line='$' a
+  for a in "$@"; do
+    case "$a" in
+      *[!A-Za-z0-9_./:=,@%+-]*) line+=" '$a'" ;;
+      *) line+=" $a" ;;
+    esac
+  done
+  printf '%s\n' "$line" >&2
+  "$@"
+}
 # what a client sees: the status line and the fields that tell what Weir did.
 headers() {
   curl -sS -o /dev/null -D - "$@" | tr -d '\r' | grep -iE '^(HTTP/|cache-status|age|retry-after)' | sed 's/^/    /'
 }
 # origin PATH: how many requests for PATH reached the origin so far.
 origin() { curl -fsS "$origin/stats?path=$1" | cut -d' ' -f1; }
-# peak PATH: the most requests for PATH the origin served at once since the last reset.
+# peak PATH: the most requests for PATH the origin has served at once.
 peak() { curl -fsS "$origin/stats?path=$1" | cut -d' ' -f2; }
 events() { grep -E "event=($1)" "$log" | tail -n "${2:-3}" | sed 's/^/    /' || echo "    (none)"; }
 
@@ -30,14 +41,18 @@ done
 curl -fsS -o /dev/null "$web/_weir/api/state" || { echo "the demo is not running: start traefik-demo/run.sh first" >&2; exit 1; }
 [ -x "$flood" ] || { echo "$flood is missing: traefik-demo/run.sh builds it" >&2; exit 1; }
 
+echo "Weir tour. 'headers URL' is curl -sD- -o/dev/null URL, showing the status line and the"
+echo "fields that tell what Weir did (Cache-Status, Age, Retry-After); 'flood' sends requests"
+echo "concurrently and tallies their statuses and Cache-Status values ({n}: a number per request)."
+
 step "1. Cache-Status: a miss is stored, the next request is a hit"
+before_hot=$(origin /hot)
 show headers "$web/hot?tour=$tour"
 show headers "$web/hot?tour=$tour"
 
 step "2. Origin calls saved: 1,000 requests for a hot page"
-before=$(origin /hot)
 show "$flood" -n 1000 -c 16 "$web/hot?tour=$tour"
-echo "origin calls for /hot during those 1,000 requests: $(( $(origin /hot) - before ))"
+echo "origin calls for /hot: $(( $(origin /hot) - before_hot )) for the 1,002 requests of steps 1 and 2"
 
 step "3. Coalescing: 50 concurrent requests for one cold URL of a page that takes 1s"
 # One URL for all 50: the value is drawn once, outside the loop. (A \$RANDOM inside the loop
@@ -51,7 +66,6 @@ step "4. A flood of distinct searches is held to its own path; other paths and u
 echo "64 clients send 1,500 distinct /search queries (200ms each at the origin) while 4 clients"
 echo "read product pages (/item) and 4 upload 64 KiB each. Each path may hold 4 origin"
 echo "requests at once (limiter.maxPerPartition) and queue 8 more; the rest get 503 at once."
-curl -fsS -o /dev/null "$origin/stats?reset=peaks"
 before_search=$(origin /search)
 "$flood" -label "/search flood" -n 1500 -c 64 "$web/search?tour=$tour&q={n}" >"$work/search.out" &
 flood_pid=$!
@@ -99,7 +113,7 @@ sleep 0.2
 echo "Weir's events:"
 events 'breaker_opened|breaker_half_open|breaker_closed' 3
 
-step "8. An origin's 429 with Retry-After reaches the client as it is, neither stored nor retried"
+step "8. An origin's 429 with Retry-After reaches the client as it is: not stored, not retried, not a failure"
 before=$(origin /busy)
 show headers "$web/busy"
 show headers "$web/busy"
@@ -107,8 +121,9 @@ echo "origin calls for /busy: $(( $(origin /busy) - before )) for 2 requests"
 
 if curl -fsS -o /dev/null "http://127.0.0.1:8090/_weir/api/state" 2>/dev/null; then
   step "9. One cache for two Traefik instances (Redis)"
-  show headers "$web/hot?tour=$tour-shared"
-  show headers "http://127.0.0.1:8090/hot?tour=$tour-shared"
+  echo "The cache key holds the host: both requests name the same one (Host: shop.localhost)."
+  show headers -H 'Host: shop.localhost' "$web/hot?tour=$tour"
+  show headers -H 'Host: shop.localhost' "http://127.0.0.1:8090/hot?tour=$tour"
 fi
 
 step "Metrics (admin.path + /metrics)"

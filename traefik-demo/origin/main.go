@@ -44,13 +44,6 @@ func (c *counts) leave(path string) {
 	c.mu.Unlock()
 }
 
-// resetPeaks forgets the peaks, so that the next ones are measured from now.
-func (c *counts) resetPeaks() {
-	c.mu.Lock()
-	c.peak = map[string]int{}
-	c.mu.Unlock()
-}
-
 // write prints the total and every path's count, or only path's when path is not empty.
 func (c *counts) write(w io.Writer, path string) {
 	c.mu.Lock()
@@ -84,11 +77,8 @@ func main() {
 	}
 	mux := http.NewServeMux()
 	// What reached the origin: every path, or one (/stats?path=/hot prints its count and
-	// its most at once). /stats?reset=peaks starts the peaks again.
+	// the most requests for it served at once).
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("reset") == "peaks" {
-			seen.resetPeaks()
-		}
 		seen.write(w, r.URL.Query().Get("path"))
 	})
 	// /fail?on=true makes /flaky fail with 503, /fail?on=false heals it.
