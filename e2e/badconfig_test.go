@@ -63,16 +63,21 @@ func TestBadConfigurationDisablesItsRouter(t *testing.T) {
 	log := tr.LogTail(200)
 	for _, want := range []string{
 		`limiter.maxQueueWait: \"soon\" is not a duration`, // Traefik's ERROR line, quoted
-		"event=config_rejected",                            // Weir's own event line
+		"routerName=bad@file",                              // one such line per disabled router
+		"routerName=otherbad@file",
+		"event=config_rejected middleware=weir-bad@file", // Weir's own event line
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("Traefik's log lacks %q:\n%s", want, log)
 		}
 	}
 	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, "is not a duration") && strings.Contains(line, "ERR") {
-			t.Logf("Traefik logs: %s", line)
-			break
+		if !strings.Contains(line, "is not a duration") {
+			continue
+		}
+		t.Logf("Traefik logs: %s", line)
+		if strings.Contains(line, "routerName=") && !strings.Contains(line, "routerName=bad@file") && !strings.Contains(line, "routerName=otherbad@file") {
+			t.Errorf("Traefik's log blames a router that does not use the bad middleware: %s", line)
 		}
 	}
 
