@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/traefik/genconf/dynamic"
 )
 
 // TestFloodWeirAgainstInFlightReq: a flood of distinct queries on one path, behind Traefik's
@@ -52,9 +54,9 @@ func TestFloodWeirAgainstInFlightReq(t *testing.T) {
 			{Name: "viainflight", Rule: "PathPrefix(`/i/`)", Middleware: "inflight"},
 		},
 		Middlewares: map[string]map[string]interface{}{"weir-cmp": weir},
-		Builtin: map[string]map[string]interface{}{
-			"inflight": {"inFlightReq": map[string]interface{}{
-				"amount": capacity, "sourceCriterion": map[string]interface{}{"requestHost": true},
+		Builtin: map[string]*dynamic.Middleware{
+			"inflight": {InFlightReq: &dynamic.InFlightReq{
+				Amount: capacity, SourceCriterion: &dynamic.SourceCriterion{RequestHost: true},
 			}},
 		},
 	})

@@ -22,7 +22,10 @@ require (
 	github.com/gomodule/redigo v1.9.3 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pandatix/go-abnf v0.5.3 // indirect
+	github.com/weirproxy/weir/e2e v0.0.0
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 replace github.com/weirproxy/weir => ../
+
+replace github.com/weirproxy/weir/e2e => ../e2e
