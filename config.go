@@ -115,7 +115,7 @@ func (c *Config) queueShare(l limit.Settings) error {
 		maxQueue = limit.DefaultMaxQueue
 	}
 	if n := l.MaxQueuePerPartition; n < 1 || n > maxQueue {
-		return fmt.Errorf("%w: limiter.maxQueuePerPartition: %q must be at least 1 and at most limiter.maxQueue (%d)",
+		return fmt.Errorf("%w: limiter.maxQueuePerPartition: %q must be at least 1 and at most limiter.maxQueue (%d); empty: the default",
 			errConfig, c.Limiter.MaxQueuePerPartition, maxQueue)
 	}
 	return nil
@@ -205,7 +205,23 @@ func parseBool(field, value string) (bool, error) {
 	return false, fmt.Errorf("%w: %s: %q is not true or false", errConfig, field, value)
 }
 
-// parseCount reads a whole number of at least 1. Empty means unset (the default).
+// zeroMeans says what 0 (or empty) means for the counts and durations where it is not the
+// default, so that an error message says what the operator may write instead.
+var zeroMeans = map[string]string{
+	"limiter.maxPerHost": "no cap",
+	"cache.defaultTTL":   "none",
+}
+
+// zeroMeaning is what 0 or empty means for field: the default unless zeroMeans says.
+func zeroMeaning(field string) string {
+	if m, ok := zeroMeans[field]; ok {
+		return m
+	}
+	return "the default"
+}
+
+// parseCount reads a whole number, 0 or more. Empty or 0 means the default, or what
+// zeroMeans says.
 func parseCount(field, value string) (int, error) {
 	v := strings.TrimSpace(value)
 	if v == "" {
@@ -213,7 +229,7 @@ func parseCount(field, value string) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%w: %s: %q is not a whole number of at least 1", errConfig, field, value)
+		return 0, fmt.Errorf("%w: %s: %q is not a whole number, 0 or more (0 or empty: %s)", errConfig, field, value, zeroMeaning(field))
 	}
 	return n, nil
 }
@@ -222,7 +238,7 @@ func parseCount(field, value string) (int, error) {
 const maxDurationSeconds = 1e9
 
 // parseDuration reads a Go duration ("10s", "1m30s"); a bare number is seconds, as labels
-// often carry one. Empty means unset.
+// often carry one. Empty or 0 means the default, or what zeroMeans says.
 func parseDuration(field, value string) (time.Duration, error) {
 	v := strings.TrimSpace(value)
 	if v == "" {
@@ -230,7 +246,7 @@ func parseDuration(field, value string) (time.Duration, error) {
 	}
 	if n, err := strconv.ParseFloat(v, 64); err == nil {
 		if n < 0 {
-			return 0, fmt.Errorf("%w: %s: %q must not be negative", errConfig, field, value)
+			return 0, fmt.Errorf("%w: %s: %q must not be negative (0 or empty: %s)", errConfig, field, value, zeroMeaning(field))
 		}
 		// NaN, infinities and values past time.Duration's range would convert to
 		// whatever the platform makes of them.
@@ -244,7 +260,7 @@ func parseDuration(field, value string) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: %s: %q is not a duration such as \"10s\"", errConfig, field, value)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%w: %s: %q must not be negative", errConfig, field, value)
+		return 0, fmt.Errorf("%w: %s: %q must not be negative (0 or empty: %s)", errConfig, field, value, zeroMeaning(field))
 	}
 	return d, nil
 }
@@ -259,7 +275,8 @@ var sizeUnits = []struct {
 	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1},
 }
 
-// parseSize reads a byte count: "1048576", "512KiB", "32MiB", "1GB". Empty means unset.
+// parseSize reads a byte count: "1048576", "512KiB", "32MiB", "1GB" (KiB, MiB, GiB are
+// powers of 1024, KB, MB, GB of 1000). Empty or 0 means the default.
 func parseSize(field, value string) (int64, error) {
 	v := strings.ToLower(strings.TrimSpace(value))
 	if v == "" {
@@ -276,7 +293,7 @@ func parseSize(field, value string) (int64, error) {
 	}
 	n, err := strconv.ParseFloat(v, 64)
 	if err != nil || math.IsNaN(n) || n < 0 || n*float64(mult) > 1<<50 {
-		return 0, fmt.Errorf("%w: %s: %q is not a size such as \"32MiB\"", errConfig, field, value)
+		return 0, fmt.Errorf("%w: %s: %q is not a size such as \"32MiB\" (0 or empty: the default)", errConfig, field, value)
 	}
 	return int64(n * float64(mult)), nil
 }

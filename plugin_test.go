@@ -87,6 +87,38 @@ func TestNewRejectsBadValues(t *testing.T) {
 	}
 }
 
+// TestZeroInMessages: where 0 is accepted, an error says what 0 means instead of asking for
+// "at least 1", and 0 is indeed accepted.
+func TestZeroInMessages(t *testing.T) {
+	tests := []struct {
+		desc string
+		set  func(c *Config, v string)
+		bad  string
+		want string
+	}{
+		{"a count whose 0 is the default", func(c *Config, v string) { c.Limiter.MaxUpload = v }, "-3", "(0 or empty: the default)"},
+		{"the host cap, whose 0 is no cap", func(c *Config, v string) { c.Limiter.MaxPerHost = v }, "-1", "(0 or empty: no cap)"},
+		{"a duration whose 0 is the default", func(c *Config, v string) { c.Timeouts.Origin = v }, "-5s", "(0 or empty: the default)"},
+		{"the default freshness, whose 0 is none", func(c *Config, v string) { c.Cache.DefaultTTL = v }, "-1", "(0 or empty: none)"},
+		{"a size", func(c *Config, v string) { c.Cache.MaxSize = v }, "-1MiB", "(0 or empty: the default)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := CreateConfig()
+			tc.set(c, tc.bad)
+			_, err := c.settings()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "at least 1") {
+				t.Errorf("settings with %q: error %v, want one saying %q", tc.bad, err, tc.want)
+			}
+			c = CreateConfig()
+			tc.set(c, "0")
+			if _, err := c.settings(); err != nil {
+				t.Errorf("settings with \"0\": %v, want it accepted as the message says", err)
+			}
+		})
+	}
+}
+
 func TestConfigFromLabelStrings(t *testing.T) {
 	c := CreateConfig()
 	// Docker labels deliver every value as a string, lists comma-separated.

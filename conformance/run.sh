@@ -36,4 +36,5 @@ if [ -z "${WEIR_TRAEFIK:-}" ]; then
 fi
 # The test bounds each step (npm ci 5m, Traefik's start 60s, the suite 5m); -timeout is the
 # backstop.
-WEIR_E2E=required exec go test -count=1 -timeout 15m -run '^TestConformance$' -v ./e2e/
+# e2e/ is a module of its own (e2e/doc.go), resolved from its go.sum.
+WEIR_E2E=required GOFLAGS=-mod=mod exec go -C e2e test -count=1 -timeout 15m -run '^TestConformance$' -v .

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/traefik/genconf/dynamic"
 )
 
 // PluginName is the alias Weir is declared under in Traefik's static configuration
@@ -35,19 +37,23 @@ type Dynamic struct {
 	// write it under http.middlewares.<name>.plugin.weir. A nil or empty map is an empty
 	// configuration: every setting at its default.
 	Middlewares map[string]map[string]interface{}
+	// Builtin maps a middleware name to one of Traefik's own middlewares (for example
+	// {InFlightReq: &dynamic.InFlightReq{Amount: 16}}), for tests that compare Weir with them.
+	Builtin map[string]*dynamic.Middleware
 }
 
 // originService is the name of the service that forwards to the origin.
 const originService = "origin"
 
-// document renders d as Traefik's file-provider structure, with the marker router for
-// generation gen added.
-func (d Dynamic) document(originURL string, gen int) map[string]interface{} {
-	routers := map[string]interface{}{
-		"weir-gen": map[string]interface{}{
-			"rule":        fmt.Sprintf("Path(`%s%d`)", markerPrefix, gen),
-			"entryPoints": []string{"web"},
-			"service":     "ping@internal",
+// document renders d as Traefik's dynamic configuration, in Traefik's own configuration
+// types (github.com/traefik/genconf), with the marker router for generation gen added.
+// Weir's sections stay maps: the tests write values New must refuse, too.
+func (d Dynamic) document(originURL string, gen int) *dynamic.Configuration {
+	routers := map[string]*dynamic.Router{
+		"weir-gen": {
+			Rule:        fmt.Sprintf("Path(`%s%d`)", markerPrefix, gen),
+			EntryPoints: []string{"web"},
+			Service:     "ping@internal",
 		},
 	}
 	for _, r := range d.Routes {
@@ -55,38 +61,35 @@ func (d Dynamic) document(originURL string, gen int) map[string]interface{} {
 		if service == "" {
 			service = originService
 		}
-		router := map[string]interface{}{
-			"rule":        r.Rule,
-			"entryPoints": []string{"web"},
-			"service":     service,
-		}
+		router := &dynamic.Router{Rule: r.Rule, EntryPoints: []string{"web"}, Service: service}
 		if r.Middleware != "" {
-			router["middlewares"] = []string{r.Middleware}
+			router.Middlewares = []string{r.Middleware}
 		}
 		routers[r.Name] = router
 	}
-	httpConf := map[string]interface{}{
-		"routers": routers,
-		"services": map[string]interface{}{
-			originService: map[string]interface{}{
-				"loadBalancer": map[string]interface{}{
-					"servers":        []interface{}{map[string]interface{}{"url": originURL}},
-					"passHostHeader": true,
-				},
-			},
+	passHostHeader := true
+	httpConf := &dynamic.HTTPConfiguration{
+		Routers: routers,
+		Services: map[string]*dynamic.Service{
+			originService: {LoadBalancer: &dynamic.ServersLoadBalancer{
+				Servers:        []dynamic.Server{{URL: originURL}},
+				PassHostHeader: &passHostHeader,
+			}},
 		},
 	}
-	if len(d.Middlewares) > 0 {
-		mws := make(map[string]interface{}, len(d.Middlewares))
+	if len(d.Middlewares)+len(d.Builtin) > 0 {
+		httpConf.Middlewares = make(map[string]*dynamic.Middleware, len(d.Middlewares)+len(d.Builtin))
 		for name, conf := range d.Middlewares {
 			if conf == nil {
 				conf = map[string]interface{}{}
 			}
-			mws[name] = map[string]interface{}{"plugin": map[string]interface{}{PluginName: conf}}
+			httpConf.Middlewares[name] = &dynamic.Middleware{Plugin: map[string]dynamic.PluginConf{PluginName: conf}}
 		}
-		httpConf["middlewares"] = mws
+		for name, mw := range d.Builtin {
+			httpConf.Middlewares[name] = mw
+		}
 	}
-	return map[string]interface{}{"http": httpConf}
+	return &dynamic.Configuration{HTTP: httpConf}
 }
 
 // writeDynamic writes the configuration for generation gen into dir/dynamic.yml. JSON is a

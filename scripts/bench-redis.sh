@@ -40,4 +40,4 @@ fi
 # A benchmark must not skip quietly: WEIR_E2E=required turns a missing binary into a failure.
 WEIR_E2E=required WEIR_BENCH_REDIS=1 BENCH_DURATION=$duration BENCH_ROUNDS=$rounds \
   BENCH_CONNECTIONS=$connections \
-  exec go test -count=1 -timeout 30m -run '^TestRedisBenchmark$' -v ./e2e/
+  GOFLAGS=-mod=mod exec go -C e2e test -count=1 -timeout 30m -run '^TestRedisBenchmark$' -v .

@@ -32,4 +32,8 @@ if ! command -v wrk >/dev/null 2>&1 && [ "${BENCH_NO_INSTALL:-}" != 1 ] \
   fi
 fi
 
-exec go run ./e2e/cmd/weirbench -traefik "$traefik" "$@"
+# e2e/ is a module of its own (e2e/doc.go), resolved from its go.sum: weirbench is built
+# there and runs from here, so that paths given to it read from the repository's root.
+bin="$(mktemp -d)/weirbench"
+GOFLAGS=-mod=mod go -C e2e build -o "$bin" ./cmd/weirbench
+exec "$bin" -traefik "$traefik" "$@"

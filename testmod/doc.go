@@ -9,6 +9,11 @@
 //
 // The tests check Weir's output against the real thing: exposition_test.go parses what
 // core/metrics writes with the Prometheus text parser (github.com/prometheus/common/expfmt),
-// and adminpage drives the admin page in headless Chromium (github.com/chromedp/chromedp)
-// through a real Traefik.
+// adminpage drives the admin page in headless Chromium (github.com/chromedp/chromedp)
+// through a real Traefik, compose_test.go decodes the demo's Docker labels with Traefik's own
+// label parser (github.com/traefik/paerser) and the plugin decoder Traefik uses
+// (github.com/mitchellh/mapstructure), and catalog_test.go loads the plugin as the plugin
+// catalog does, in Yaegi (github.com/traefik/yaegi) with .traefik.yml's testData.
+// democonf builds the demo's dynamic configuration from Traefik's configuration types
+// (github.com/traefik/genconf) and Weir's Config.
 package testmod
