@@ -28,6 +28,11 @@ func configFields() []string {
 	for i := 0; i < ct.NumField(); i++ {
 		sec := ct.Field(i)
 		secName := jsonName(sec)
+		if sec.Type.Kind() != reflect.Struct {
+			// A top-level option of its own, such as pacing.
+			names = append(names, secName)
+			continue
+		}
 		for j := 0; j < sec.Type.NumField(); j++ {
 			names = append(names, secName+"."+jsonName(sec.Type.Field(j)))
 		}
@@ -74,20 +79,27 @@ func setOption(c *Config, option, value string) bool {
 			continue
 		}
 		fields := sec.Field(i)
+		if len(parts) == 1 {
+			// A top-level option of its own, such as pacing.
+			return setValue(fields, value)
+		}
 		for j := 0; j < fields.NumField(); j++ {
-			if jsonName(fields.Type().Field(j)) != parts[1] {
-				continue
+			if jsonName(fields.Type().Field(j)) == parts[1] {
+				return setValue(fields.Field(j), value)
 			}
-			f := fields.Field(j)
-			if f.Kind() == reflect.String {
-				f.SetString(value)
-			} else {
-				f.Set(reflect.ValueOf([]string{value}))
-			}
-			return true
 		}
 	}
 	return false
+}
+
+// setValue sets f, a string or a list of strings, to value.
+func setValue(f reflect.Value, value string) bool {
+	if f.Kind() == reflect.String {
+		f.SetString(value)
+	} else {
+		f.Set(reflect.ValueOf([]string{value}))
+	}
+	return true
 }
 
 // TestConfigurationReference: docs/configuration.md has a row for every field of Config and
