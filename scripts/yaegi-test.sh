@@ -2,6 +2,8 @@
 # Runs Weir's tests under Yaegi v0.16.1, the interpreter Traefik runs the plugin in.
 # Usage: scripts/yaegi-test.sh [package dir ...]   (default: the root package, every core package
 # and the test-only packages under internal/ that core's tests import)
+# Env:   YAEGI_TEST_FLAGS  flags for yaegi test (-run, -bench, -benchtime, -v)
+#        YAEGI_WRAP        a command that runs yaegi (scripts/yaegi-cost.sh's valgrind)
 #
 # Yaegi resolves imports in GOPATH mode, as Traefik does for a plugin, so the repository is
 # linked into a throwaway GOPATH under its module path.
@@ -31,7 +33,7 @@ for dir in "$@"; do
   pkg=$module
   [ "$dir" = "." ] || pkg="$module/$dir"
   echo "=== yaegi test $pkg"
-  if ! (cd "$gopath/src/$module" && GOPATH="$gopath" GO111MODULE=off "$yaegi_bin" test ${YAEGI_TEST_FLAGS:-} "$pkg"); then
+  if ! (cd "$gopath/src/$module" && GOPATH="$gopath" GO111MODULE=off ${YAEGI_WRAP:-} "$yaegi_bin" test ${YAEGI_TEST_FLAGS:-} "$pkg"); then
     echo "FAIL (yaegi) $pkg"
     failed=1
   fi

@@ -122,8 +122,9 @@ func TestAdminPage(t *testing.T) {
 		t.Fatalf("sign in: the page answered %d, want 200", status)
 	}
 	p.do("see the breaker open", chromedp.WaitVisible(chromedp.CSS(row+".state-open")))
-	if got := p.text("the opener", row+" td.opener"); got != "auto" {
-		t.Errorf("opened by %q, want auto", got)
+	// The opener, with the trip rule that opened it.
+	if got := p.text("the opener", row+" td.opener"); got != "auto (failure-ratio)" {
+		t.Errorf("opened by %q, want auto (failure-ratio)", got)
 	}
 	if got := p.text("the trips", row+" td.trips"); got != "1" {
 		t.Errorf("trips %q, want 1", got)
