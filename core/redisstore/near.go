@@ -23,7 +23,9 @@ import (
 // broadcasting mode on the key prefix, invalidations pushed to a connection subscribed to
 // __redis__:invalidate). Every write of a key under the prefix, by any Weir, an expiry or an
 // eviction, drops the near copy. While that connection is down the near tier is empty and
-// unused: without tracking no copy can be trusted.
+// unused: without tracking no copy can be trusted. (Its owner may keep entries there that
+// the server did not take while the store is lost, store.Fallback; tracking back empties
+// them with the rest.)
 //
 // A copy read just before its key changes could be stored after the invalidation that
 // should have removed it. A generation counter, moved by every invalidation and by every
@@ -76,7 +78,10 @@ func (s *Store) nearDrop(key string) {
 	s.near.Delete(context.Background(), key)
 }
 
-// nearLost empties the near tier and stops its use until tracking is back.
+// nearLost empties the near tier and stops its use until tracking is back. It is called
+// once per loss, not after every failed attempt to track again: while tracking is down the
+// near tier holds only what its owner keeps there while the store is lost
+// (store.Fallback), which an emptying on every retry would throw away.
 func (s *Store) nearLost() {
 	atomic.StoreInt32(&s.nearLive, 0)
 	atomic.AddInt64(&s.nearGen, 1)
@@ -97,7 +102,9 @@ func (s *Store) track() {
 	loggedDown := false
 	for {
 		wasLive, err := s.trackOnce()
-		s.nearLost()
+		if wasLive {
+			s.nearLost()
+		}
 		if errors.Is(err, errTrackClosed) {
 			return
 		}

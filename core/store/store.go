@@ -24,6 +24,9 @@ var (
 	// ErrPurgeUnsupported is returned by a Guard's purges when the store it guards is no
 	// Purger.
 	ErrPurgeUnsupported = errors.New("store cannot purge")
+	// ErrEmptied is returned by Memory.SetInEpoch when the store was emptied since the
+	// epoch it was given.
+	ErrEmptied = errors.New("memory store emptied since")
 )
 
 // Bounds on an entry's tags (Entry.Tags), which come from an answer's Surrogate-Key and
