@@ -21,7 +21,8 @@ type engine struct {
 	name        string
 	fingerprint string
 	mem         *store.Memory // the store when it is process memory; nil otherwise
-	// hot is what the hit path reads directly: mem, or the shared store's near tier.
+	// hot is what the hit path reads directly: mem, or the shared store's local memory
+	// (its near cache, and what is kept while the store is lost: store.Fallback).
 	hot       *store.Memory
 	store     store.Store
 	flights   *flight.Group
