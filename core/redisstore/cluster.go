@@ -127,13 +127,8 @@ func (s *Store) clusterDo(ctx context.Context, timeout time.Duration, cmd string
 			}
 			return nil, false, err
 		}
-		if next == nil {
-			reply, err = do(c, timeout, cmd, args...)
-		} else {
-			reply, err = doThen(c, timeout, cmd, args, next)
-		}
-		broken := c.Err() != nil
-		c.Close()
+		var broken bool
+		reply, broken, err = sendOn(c, timeout, cmd, args, next)
 		re := redisc.ParseRedir(err)
 		if re == nil {
 			// A broken connection is sent again once, as on a single server; the pool

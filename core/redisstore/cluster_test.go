@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,21 +61,11 @@ func TestParseClusterURLErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			_, err := parseURL(tc.url)
-			if err == nil || !contains(err.Error(), tc.want) {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("parseURL(%q): err = %v, want %q", tc.url, err, tc.want)
 			}
 		})
 	}
-}
-
-// contains is strings.Contains, kept apart so that a test reads as a table.
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
 
 // clusterKeys is how many keys the tests spread over a cluster: enough to reach every

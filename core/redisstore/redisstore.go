@@ -299,13 +299,7 @@ func (s *Store) doOnce(ctx context.Context, cmd string, args []interface{}, next
 		// A pool replaced (and closed) since it was loaded refuses; the new one may not.
 		return nil, s.pool.Load().(*redis.Pool) != p, err
 	}
-	if next == nil {
-		reply, err = do(c, timeout, cmd, args...)
-	} else {
-		reply, err = doThen(c, timeout, cmd, args, next)
-	}
-	broken := c.Err() != nil
-	c.Close()
+	reply, broken, err := sendOn(c, timeout, cmd, args, next)
 	if !broken {
 		return reply, false, err
 	}
