@@ -47,6 +47,8 @@ const (
 	// PING when taken from its pool: a node that restarted broke its idle connections, and
 	// the single server's way (a new pool, resetPool) would take every node's.
 	idleCheck = time.Second
+	// refreshEvery spaces the refreshes of the slot map that failures ask for.
+	refreshEvery = time.Second
 )
 
 var (
@@ -125,10 +127,14 @@ func (s *Store) clusterDo(ctx context.Context, timeout time.Duration, cmd string
 			if s.isClosed() {
 				return nil, false, ErrClosed
 			}
+			s.refreshSoon()
 			return nil, false, err
 		}
 		var broken bool
 		reply, broken, err = sendOn(c, timeout, cmd, args, next)
+		if broken {
+			s.refreshSoon()
+		}
 		re := redisc.ParseRedir(err)
 		if re == nil {
 			// A broken connection is sent again once, as on a single server; the pool
@@ -143,6 +149,22 @@ func (s *Store) clusterDo(ctx context.Context, timeout time.Duration, cmd string
 		// background.
 	}
 	return nil, false, fmt.Errorf("%s: %w (%d)", cmd, errRedirects, maxRedirects)
+}
+
+// refreshSoon reads the slot map again, on a goroutine of its own, unless it was read in the
+// last refreshEvery: a node that cannot be reached answers no MOVED, and only a new map
+// shows the replica that took its slots over.
+func (s *Store) refreshSoon() {
+	now := time.Now().UnixNano()
+	last := atomic.LoadInt64(&s.refreshedAt)
+	if now-last < int64(refreshEvery) || !atomic.CompareAndSwapInt64(&s.refreshedAt, last, now) {
+		return
+	}
+	go func() {
+		// A panic must not reach Traefik from a goroutine of Weir's.
+		defer func() { recover() }()
+		s.cluster.Refresh()
+	}()
 }
 
 // bindConn binds c, a connection of the cluster, to the node of key's slot.

@@ -46,8 +46,10 @@ type Store struct {
 	pool atomic.Value
 	// cluster is the Redis Cluster client (cluster.go); nil for a single server.
 	cluster *redisc.Cluster
-	// layoutGen counts the cluster's slot map refreshes.
-	layoutGen int64
+	// layoutGen counts the cluster's slot map refreshes; refreshedAt is when a failure last
+	// asked for one, in Unix nanoseconds.
+	layoutGen   int64
+	refreshedAt int64
 	// unreadable counts stored entries that could not be decoded.
 	unreadable int64
 
