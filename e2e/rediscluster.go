@@ -20,6 +20,8 @@ type RedisCluster struct {
 	// Primaries hold the slots; Replicas replicate them, as redis-cli assigns.
 	Primaries []*Redis
 	Replicas  []*Redis
+	// cli is the redis-cli binary.
+	cli string
 }
 
 // StartRedisCluster starts primaries+primaries*replicas servers in directories under dir
@@ -32,7 +34,7 @@ func StartRedisCluster(binary, dir string, primaries, replicas int) (*RedisClust
 			return nil, fmt.Errorf("start redis cluster: %w", err)
 		}
 	}
-	c := &RedisCluster{}
+	c := &RedisCluster{cli: cli}
 	var addrs []string
 	for i := 0; i < primaries*(1+replicas); i++ {
 		// The bus port: a free one, since port+10000, the default, may not be.
@@ -117,4 +119,24 @@ func (c *RedisCluster) LogTail(n int) string {
 		b.WriteString(r.LogTail(n))
 	}
 	return b.String()
+}
+
+// Reshard moves slots hash slots from the primary from to the primary to, keys and all, as
+// an operator does with redis-cli --cluster reshard.
+func (c *RedisCluster) Reshard(from, to *Redis, slots int) error {
+	fromID, err := from.Do("CLUSTER", "MYID")
+	if err != nil {
+		return fmt.Errorf("reshard: %w", err)
+	}
+	toID, err := to.Do("CLUSTER", "MYID")
+	if err != nil {
+		return fmt.Errorf("reshard: %w", err)
+	}
+	out, err := exec.Command(c.cli, "--cluster", "reshard", from.Addr, "--cluster-from", fromID,
+		"--cluster-to", toID, "--cluster-slots", strconv.Itoa(slots), "--cluster-yes",
+		"--cluster-pipeline", "5").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("redis-cli --cluster reshard: %v\n%s", err, out)
+	}
+	return nil
 }

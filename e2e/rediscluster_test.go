@@ -205,3 +205,73 @@ func takeover(t *testing.T, c *RedisCluster, id string) {
 	}
 	t.Fatalf("no replica of node %s", id)
 }
+
+// TestRedisClusterReshard: a third of the slots move from one primary to another (redis-cli
+// --cluster reshard, keys migrated a few at a time) while two Traefiks serve every URL in a
+// loop. Every request is answered; once the slots have moved, every URL is still a hit on
+// both instances without a second origin fetch: read from its new node, through MOVED and,
+// while its slot migrated, ASK.
+func TestRedisClusterReshard(t *testing.T) {
+	requireE2ERedis(t)
+	bin := requireRedis(t)
+	c, err := StartRedisCluster(bin, t.TempDir(), 3, 0)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	stopAtEnd(t, "redis cluster", func() string { return c.LogTail(10) }, c.Close)
+	o := newOrigin(t)
+	var paths []string
+	for i := 0; i < clusterPaths; i++ {
+		path := fmt.Sprintf("/reshard/p%d", i)
+		o.Handle(path, versioned())
+		paths = append(paths, path)
+	}
+	a, b := startPair(t, o, cachedRoute("reshard", "/reshard", "weir-reshard", redisConfig(c.URL())))
+	waitLogged(t, a, "A", "near_cache_back", 1, nil)
+	waitLogged(t, b, "B", "near_cache_back", 1, nil)
+	for _, path := range paths {
+		callT(t, a, http.MethodGet, path)
+		wantHit(t, "GET "+path+" on B before the reshard", callT(t, b, http.MethodGet, path))
+	}
+	before, _ := c.Primaries[0].Do("DBSIZE")
+
+	done := make(chan error, 1)
+	go func() { done <- c.Reshard(c.Primaries[0], c.Primaries[1], 5461) }()
+	requests, failed := 0, 0
+	var reshardErr error
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			reshardErr = err
+			finished = true
+		default:
+		}
+		for _, tr := range []*Traefik{a, b} {
+			for _, path := range paths {
+				requests++
+				if r, err := call(tr, http.MethodGet, path); err != nil || r.status != http.StatusOK || r.body != "v1" {
+					failed++
+					if failed < 5 {
+						t.Errorf("GET %s during the reshard: %v, status %d, body %q", path, err, r.status, r.body)
+					}
+				}
+			}
+		}
+	}
+	if reshardErr != nil {
+		t.Fatalf("%v", reshardErr)
+	}
+	after, _ := c.Primaries[0].Do("DBSIZE")
+	t.Logf("reshard: %d requests during it, %d failed; keys on the first primary %s before, %s after",
+		requests, failed, before, after)
+	if after != "0" {
+		t.Errorf("the first primary still holds %s keys after giving all its slots away", after)
+	}
+	for _, path := range paths {
+		for i, tr := range []*Traefik{a, b} {
+			r := callT(t, tr, http.MethodGet, path)
+			wantReply(t, fmt.Sprintf("GET %s on %c after the reshard", path, 'A'+i), r, http.StatusOK, "v1")
+		}
+		wantCount(t, o, path, 1)
+	}
+}
