@@ -178,7 +178,7 @@ func (o operator) storeView() admin.Store {
 		return admin.Store{Kind: "memory", Entries: n, Bytes: b}
 	}
 	v := admin.Store{Kind: "custom"}
-	// An interface, not closingGuard: Yaegi v0.16.1 refuses an assertion to a struct type
+	// An interface, not sharedStore: Yaegi v0.16.1 refuses an assertion to a struct type
 	// that embeds a pointer ("impossible type assertion").
 	if r, ok := e.store.(remoteState); ok {
 		v.Kind = "redis"
@@ -187,11 +187,13 @@ func (o operator) storeView() admin.Store {
 			v.Breaker = "open"
 		}
 		v.NearCache = "off"
-		if e.hot != nil {
+		if r.nearOn() {
 			v.NearCache = "lost"
 			if r.nearLive() {
 				v.NearCache = "live"
 			}
+		}
+		if e.hot != nil {
 			v.Entries, v.Bytes = e.hot.Len()
 		}
 	}

@@ -44,7 +44,8 @@ type Handler struct {
 	policy httpcache.Policy
 	// mem is the engine's store when it is process memory.
 	mem *store.Memory
-	// hot is what the hit path reads directly: mem, or the shared store's near tier.
+	// hot is what the hit path reads directly: mem, or the shared store's local memory
+	// (its near cache, and what is kept while the store is lost: store.Fallback).
 	hot *store.Memory
 	// missRate is the engine's miss-rate detector, told of every lookup that could hit.
 	missRate *missrate.Detector

@@ -22,7 +22,8 @@ type engine struct {
 	name        string
 	fingerprint string
 	mem         *store.Memory // the store when it is process memory; nil otherwise
-	// hot is what the hit path reads directly: mem, or the shared store's near tier.
+	// hot is what the hit path reads directly: mem, or the shared store's local memory
+	// (its near cache, and what is kept while the store is lost: store.Fallback).
 	hot       *store.Memory
 	store     store.Store
 	flights   *flight.Group
@@ -164,7 +165,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 		e.breakerSync = bs
 	}
 	if e.mem == nil {
-		e.breakerSync.setStore(e.store, s.Log)
+		e.breakerSync.setStore(sharedOnly(e.store), s.Log)
 	} else {
 		e.breakerSync.setStore(nil, s.Log)
 	}
@@ -247,7 +248,7 @@ func keepBudgets(e, old *engine, s Settings) error {
 	}
 	if e.budgets != nil && e.budgets.share != nil {
 		if e.mem == nil {
-			e.budgets.share.setStore(e.store, s.Log)
+			e.budgets.share.setStore(sharedOnly(e.store), s.Log)
 		} else {
 			e.budgets.share.setStore(nil, s.Log)
 		}

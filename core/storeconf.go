@@ -10,10 +10,12 @@ import (
 
 // newStore builds the store that s names: a shared Redis-protocol store behind the store
 // breaker when StoreURL is set (FR-STF-1, FR-STF-2), process memory otherwise. Connecting
-// is lazy, so a store that is down does not fail New: lookups are misses until it is back.
+// is lazy, so a store that is down does not fail New: until it is back, answers are kept in
+// local memory (store.Fallback).
 //
 // mem is the store when it is process memory. hot is what the hit path may read without
-// going through the store: mem, or the shared store's near tier (nil when there is none).
+// going through the store: mem, or the shared store's local memory (its near cache, and
+// what is kept while the store is lost: store.Fallback); nil for a store of the tests'.
 func newStore(name string, s Settings, ev *eventLog) (st store.Store, mem, hot *store.Memory, err error) {
 	if s.Store != nil {
 		return s.Store, nil, nil, nil
@@ -23,8 +25,9 @@ func newStore(name string, s Settings, ev *eventLog) (st store.Store, mem, hot *
 		return mem, mem, mem, nil
 	}
 	log := s.Log
+	nearOn := !s.StoreNoNearCache
 	var nearSize int64
-	if !s.StoreNoNearCache {
+	if nearOn {
 		nearSize = s.MaxSize
 	}
 	rs, err := redisstore.New(redisstore.Settings{
@@ -33,7 +36,8 @@ func newStore(name string, s Settings, ev *eventLog) (st store.Store, mem, hot *
 		MaxEntrySize: int(s.MaxEntrySize),
 		Now:          s.Now,
 		NearMaxSize:  nearSize,
-		// Once per change of state, from the tracking goroutine.
+		// Once per change of state, from the tracking goroutine. Tracking back empties the
+		// near cache, and with it what was kept there while the store was lost (Fallback).
 		OnNearChange: func(live bool, err error) {
 			if live {
 				ev.current().Emit(events.NearCacheBack)
@@ -49,19 +53,28 @@ func newStore(name string, s Settings, ev *eventLog) (st store.Store, mem, hot *
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// What the hit path reads: the near cache, or, with it off, memory that holds only what
+	// is kept while the store is lost.
+	local := rs.Near()
+	if local == nil {
+		local = store.NewMemory(store.MemorySettings{MaxSize: s.MaxSize, MaxEntrySize: s.MaxEntrySize})
+	}
 	guard := store.NewGuard(rs, store.GuardSettings{
 		Timeout: s.StoreTimeout,
 		Now:     s.Now,
-		// Once per state change, never per request.
+		// Once per state change, never per request. The store back empties local memory:
+		// what was kept there while it was lost is known to no other instance.
 		OnStateChange: func(open bool, err error) {
 			if open {
 				ev.current().Emit(events.StoreBreakerOpened, events.Str("error", errText(err)))
 				return
 			}
+			local.Clear()
 			ev.current().Emit(events.StoreBreakerClosed)
 		},
 	})
-	return closingGuard{guard, rs}, nil, rs.Near(), nil
+	down := func() bool { return guard.Open() || (nearOn && !rs.NearLive()) }
+	return sharedStore{store.NewFallback(guard, local, down), guard, rs, nearOn}, nil, local, nil
 }
 
 // errText is an event's error field: empty for none.
@@ -72,20 +85,47 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// closingGuard is the guard with its store's Close, so a reload that moves to another store
-// closes the old one's connections.
-type closingGuard struct {
-	*store.Guard
-	rs *redisstore.Store
+// sharedStore is the shared store as the engine uses it: the guarded Redis store with local
+// memory behind it (store.Fallback), and the Redis store's Close, so a reload that moves to
+// another store closes the old one's connections.
+type sharedStore struct {
+	*store.Fallback
+	guard *store.Guard
+	rs    *redisstore.Store
+	// near is store.nearCache.
+	near bool
 }
 
-func (c closingGuard) Close() error { return c.rs.Close() }
+func (c sharedStore) Close() error { return c.rs.Close() }
+
+// guarded is a store whose records shared with the other instances bypass local memory.
+// An interface, not an assertion to sharedStore: Yaegi v0.16.1 fails to load a type
+// assertion to a struct that embeds a pointer (docs/yaegi.md).
+type guarded interface {
+	guarded() store.Store
+}
+
+// guarded is the guarded Redis store without local memory (store.Fallback) in front: what
+// the fleet's records (breaker deadlines, control, window counts) and shared budgets
+// (store.Booker) are read from and written to. Kept locally while the store is lost, such
+// a record would be read back as if other instances had written it.
+func (c sharedStore) guarded() store.Store { return c.guard }
+
+// sharedOnly is st's guarded store when st is a shared store, else st.
+func sharedOnly(st store.Store) store.Store {
+	if g, ok := st.(guarded); ok {
+		return g.guarded()
+	}
+	return st
+}
 
 // remoteState is what the admin reads of a shared store.
 type remoteState interface {
 	breakerOpen() bool
+	nearOn() bool
 	nearLive() bool
 }
 
-func (c closingGuard) breakerOpen() bool { return c.Guard.Open() }
-func (c closingGuard) nearLive() bool    { return c.rs.NearLive() }
+func (c sharedStore) breakerOpen() bool { return c.guard.Open() }
+func (c sharedStore) nearOn() bool      { return c.near }
+func (c sharedStore) nearLive() bool    { return c.rs.NearLive() }

@@ -59,6 +59,8 @@ type RedisOptions struct {
 	Port int
 	// StartTimeout bounds Start and Restart; 0 means DefaultRedisStartTimeout.
 	StartTimeout time.Duration
+	// Args are more redis-server arguments (a cluster node's).
+	Args []string
 }
 
 func (o RedisOptions) withDefaults() RedisOptions {
@@ -152,7 +154,7 @@ func (r *Redis) start() error {
 		r.mu.Unlock()
 		return fmt.Errorf("start redis: %w", err)
 	}
-	cmd := exec.Command(r.ropts.Binary,
+	args := []string{
 		"--port", strconv.Itoa(r.Port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -160,7 +162,8 @@ func (r *Redis) start() error {
 		"--daemonize", "no",
 		"--dir", r.ropts.Dir,
 		"--logfile", r.LogPath,
-	)
+	}
+	cmd := exec.Command(r.ropts.Binary, append(args, r.ropts.Args...)...)
 	cmd.Dir = r.ropts.Dir
 	cmd.Stdout = out
 	cmd.Stderr = out

@@ -30,18 +30,22 @@ const (
 	// BreakerClosedByHand: an operator closed a breaker.
 	// Fields: scope (Str).
 	BreakerClosedByHand = "breaker_closed_by_hand"
-	// StoreBreakerOpened: the shared store's breaker opened; lookups go to the origin.
+	// StoreBreakerOpened: the shared store's breaker opened; answers are kept in this
+	// instance's memory until it closes (store.Fallback).
 	// Fields: failures (Int, the failures in a row that tripped it), open_for (Dur),
 	// error (Str, the last store error).
 	StoreBreakerOpened = "store_breaker_opened"
-	// StoreBreakerClosed: a probe of the shared store succeeded; lookups use it again.
+	// StoreBreakerClosed: a probe of the shared store succeeded; lookups use it again, and
+	// what this instance kept in its memory meanwhile is dropped.
 	// Fields: none.
 	StoreBreakerClosed = "store_breaker_closed"
-	// NearCacheLost: the shared store's invalidation tracking stopped; every lookup asks the
-	// shared store until it is back.
+	// NearCacheLost: the shared store's invalidation tracking stopped; the near copies are
+	// dropped and every lookup asks the shared store until it is back (answers it cannot
+	// take are kept in this instance's memory meanwhile).
 	// Fields: error (Str).
 	NearCacheLost = "near_cache_lost"
-	// NearCacheBack: tracking is up again and the near cache in use.
+	// NearCacheBack: tracking is up again and the near cache in use, emptied of what was kept
+	// while it was lost.
 	// Fields: none.
 	NearCacheBack = "near_cache_back"
 	// MissRateAnomaly: a partition's misses turned into a flood (missrate.Anomaly), once per

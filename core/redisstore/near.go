@@ -23,7 +23,9 @@ import (
 // broadcasting mode on the key prefix, invalidations pushed to a connection subscribed to
 // __redis__:invalidate). Every write of a key under the prefix, by any Weir, an expiry or an
 // eviction, drops the near copy. While that connection is down the near tier is empty and
-// unused: without tracking no copy can be trusted.
+// unused: without tracking no copy can be trusted. (Its owner may keep entries there that
+// the server did not take while the store is lost, store.Fallback; tracking back empties
+// them with the rest.)
 //
 // A copy read just before its key changes could be stored after the invalidation that
 // should have removed it. A generation counter, moved by every invalidation and by every
@@ -76,7 +78,10 @@ func (s *Store) nearDrop(key string) {
 	s.near.Delete(context.Background(), key)
 }
 
-// nearLost empties the near tier and stops its use until tracking is back.
+// nearLost empties the near tier and stops its use until tracking is back. It is called
+// once per loss, not after every failed attempt to track again: while tracking is down the
+// near tier holds only what its owner keeps there while the store is lost
+// (store.Fallback), which an emptying on every retry would throw away.
 func (s *Store) nearLost() {
 	atomic.StoreInt32(&s.nearLive, 0)
 	atomic.AddInt64(&s.nearGen, 1)
@@ -97,7 +102,9 @@ func (s *Store) track() {
 	loggedDown := false
 	for {
 		wasLive, err := s.trackOnce()
-		s.nearLost()
+		if wasLive {
+			s.nearLost()
+		}
 		if errors.Is(err, errTrackClosed) {
 			return
 		}
@@ -126,51 +133,28 @@ func (s *Store) track() {
 
 // trackOnce opens a connection, asks the server to push invalidations of the key prefix to
 // it, and applies them until the connection fails or the Store closes. It reports whether
-// tracking was up before it ended.
+// tracking was up before it ended. In a cluster it tracks every primary (trackCluster).
 func (s *Store) trackOnce() (live bool, err error) {
+	if s.cluster != nil {
+		return s.trackCluster()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	c, err := s.dial(ctx)
 	cancel()
 	if err != nil {
 		return live, err
 	}
-	if !s.setTrackConn(c) {
+	if !s.setTrackConns([]redis.Conn{c}) {
 		c.Close()
 		return live, errTrackClosed
 	}
-	defer s.setTrackConn(nil)
+	defer s.setTrackConns(nil)
 	defer c.Close()
-
-	id, err := redis.Int64(do(c, s.timeout, "CLIENT", "ID"))
-	if err != nil {
-		return live, fmt.Errorf("client id: %w", err)
+	if err := s.subscribeTracking(c); err != nil {
+		return live, err
 	}
-	// Redirected to itself: in RESP2 a connection that subscribed cannot send CLIENT
-	// TRACKING, but it may receive what another connection's tracking redirects, its own
-	// included.
-	if _, err := do(c, s.timeout, "CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST", "PREFIX", s.prefix); err != nil {
-		return live, fmt.Errorf("client tracking: %w", err)
-	}
-	if err := c.Send("SUBSCRIBE", invalidateChannel); err != nil {
-		return live, fmt.Errorf("subscribe: %w", err)
-	}
-	if err := c.Flush(); err != nil {
-		return live, fmt.Errorf("subscribe: %w", err)
-	}
-	reply, err := redis.ReceiveWithTimeout(c, s.timeout)
-	if err != nil {
-		return live, fmt.Errorf("subscribe: %w", err)
-	}
-	if kind, _ := pushKind(reply); kind != "subscribe" {
-		return live, fmt.Errorf("subscribe: unexpected reply %v", reply)
-	}
-	// From here every change of a key under the prefix is pushed to c: copies read from now
-	// on can be trusted. Anything kept before is dropped by nearLost on the way out.
-	atomic.AddInt64(&s.nearGen, 1)
-	s.near.Clear()
-	atomic.StoreInt32(&s.nearLive, 1)
+	s.nearStart()
 	live = true
-	s.nearLog(true, nil)
 
 	stop := make(chan struct{})
 	defer close(stop)
@@ -185,6 +169,44 @@ func (s *Store) trackOnce() (live bool, err error) {
 		}
 		s.invalidate(reply)
 	}
+}
+
+// subscribeTracking asks the server of c to push the invalidations of the key prefix to c.
+func (s *Store) subscribeTracking(c redis.Conn) error {
+	id, err := redis.Int64(do(c, s.timeout, "CLIENT", "ID"))
+	if err != nil {
+		return fmt.Errorf("client id: %w", err)
+	}
+	// Redirected to itself: in RESP2 a connection that subscribed cannot send CLIENT
+	// TRACKING, but it may receive what another connection's tracking redirects, its own
+	// included.
+	if _, err := do(c, s.timeout, "CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST", "PREFIX", s.prefix); err != nil {
+		return fmt.Errorf("client tracking: %w", err)
+	}
+	if err := c.Send("SUBSCRIBE", invalidateChannel); err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	reply, err := redis.ReceiveWithTimeout(c, s.timeout)
+	if err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	if kind, _ := pushKind(reply); kind != "subscribe" {
+		return fmt.Errorf("subscribe: unexpected reply %v", reply)
+	}
+	return nil
+}
+
+// nearStart puts the near tier in use: from here every change of a key under the prefix is
+// pushed to this process, so copies read from now on can be trusted. Anything kept before
+// is dropped (and by nearLost on the way out).
+func (s *Store) nearStart() {
+	atomic.AddInt64(&s.nearGen, 1)
+	s.near.Clear()
+	atomic.StoreInt32(&s.nearLive, 1)
+	s.nearLog(true, nil)
 }
 
 // ping sends PING on c every trackPing until stop closes or a send fails. redigo allows one
@@ -252,15 +274,15 @@ func pushKind(reply interface{}) (string, []interface{}) {
 	return string(kind), msg
 }
 
-// setTrackConn records the tracking connection, so that Close can break its wait. It
+// setTrackConns records the tracking connections, so that Close can break their waits. It
 // reports false once the Store is closed.
-func (s *Store) setTrackConn(c redis.Conn) bool {
+func (s *Store) setTrackConns(conns []redis.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed && c != nil {
+	if s.closed && conns != nil {
 		return false
 	}
-	s.trackConn = c
+	s.trackConns = conns
 	return true
 }
 

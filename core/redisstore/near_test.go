@@ -218,3 +218,131 @@ func TestNearClose(t *testing.T) {
 		t.Errorf("Get after Close: no error")
 	}
 }
+
+// TestFallbackWithServerStopped runs the store as the engine does, behind store.Guard and
+// store.Fallback, and stops the server: entries the server cannot take are kept in local
+// memory (the near tier, or memory of their own with it off) and read from it; a purge
+// drops local copies and reports the failure; once the server is back, nothing kept
+// while it was lost is read again, and entries go to the server again.
+func TestFallbackWithServerStopped(t *testing.T) {
+	tests := []struct {
+		desc string
+		near bool
+	}{
+		{desc: "near cache on", near: true},
+		{desc: "near cache off", near: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			checkFallback(t, tc.near)
+		})
+	}
+}
+
+// checkFallback is TestFallbackWithServerStopped with the near tier on or off.
+func checkFallback(t *testing.T, nearOn bool) {
+	srv := redistest.Start(t, redistest.Config{})
+	s := Settings{URL: "redis://" + srv.Addr, Timeout: 200 * time.Millisecond}
+	if nearOn {
+		s.NearMaxSize = nearSize
+	}
+	st := newStore(t, s)
+	local := st.Near()
+	if nearOn {
+		waitFor(t, "tracking", st.NearLive)
+	} else {
+		local = store.NewMemory(store.MemorySettings{MaxSize: nearSize})
+	}
+	now := time.Now()
+	// mu guards now: the tracking goroutine does not read it, but Guard's callers may.
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	guard := store.NewGuard(st, store.GuardSettings{
+		Timeout: time.Second,
+		Now:     clock,
+		OnStateChange: func(open bool, err error) {
+			if !open {
+				local.Clear()
+			}
+		},
+	})
+	fb := store.NewFallback(guard, local, func() bool { return guard.Open() || (nearOn && !st.NearLive()) })
+	ctx := context.Background()
+	e := sampleEntry(now)
+
+	if err := fb.Set(ctx, "shared", e); err != nil {
+		t.Fatalf("Set with the server up: %v", err)
+	}
+	if store.Lookup(local, "shared") != nil {
+		t.Errorf("an entry the server took is in local memory before anyone read it")
+	}
+
+	srv.Stop()
+	if nearOn {
+		waitFor(t, "tracking lost", func() bool { return !st.NearLive() })
+		// Tracking lost counts as the store lost: kept at once.
+		if err := fb.Set(ctx, "lost", e); err != nil {
+			t.Errorf("Set with tracking lost: %v, want it kept locally", err)
+		}
+		if got, err := fb.Get(ctx, "lost"); got == nil || err != nil {
+			t.Errorf("Get with tracking lost = %v, %v; want the local copy", got, err)
+		}
+	}
+	// Misses that fail open the breaker.
+	for i := 0; !guard.Open(); i++ {
+		if i > store.DefaultGuardFailures {
+			t.Fatalf("the store breaker is still closed after %d failed calls", i)
+		}
+		fb.Get(ctx, "absent")
+	}
+	for _, k := range []string{"open1", "open2"} {
+		if err := fb.Set(ctx, k, e); err != nil {
+			t.Errorf("Set(%q) with the breaker open: %v, want it kept locally", k, err)
+		}
+	}
+	if got, err := fb.Get(ctx, "open1"); got == nil || err != nil {
+		t.Errorf("Get with the breaker open = %v, %v; want the local copy", got, err)
+	}
+	if store.Lookup(local, "open1") == nil {
+		t.Errorf("the hit path's memory does not hold the entry kept while the server is lost")
+	}
+	if n, err := fb.PurgeKey(ctx, "open2"); n != 1 || err == nil {
+		t.Errorf("PurgeKey with the server lost = %d, %v; want 1 local copy dropped, and the failure", n, err)
+	}
+	if store.Lookup(local, "open2") != nil {
+		t.Errorf("the purged entry is still in local memory")
+	}
+
+	srv.Restart()
+	mu.Lock()
+	now = now.Add(store.DefaultGuardOpenFor)
+	mu.Unlock()
+	// The trial call closes the breaker, which empties local memory.
+	if _, err := fb.Get(ctx, "absent"); err != nil {
+		t.Fatalf("Get once the server is back: %v", err)
+	}
+	if guard.Open() {
+		t.Fatalf("the store breaker is still open once the server answered")
+	}
+	if nearOn {
+		waitFor(t, "tracking back", st.NearLive)
+	}
+	for _, k := range []string{"lost", "open1"} {
+		if got, err := fb.Get(ctx, k); got != nil || err != nil {
+			t.Errorf("Get(%q), kept while the server was lost, once it is back = %v, %v; want nil, nil", k, got, err)
+		}
+		if store.Lookup(local, k) != nil {
+			t.Errorf("local memory still holds %q, kept while the server was lost", k)
+		}
+	}
+	if err := fb.Set(ctx, "after", e); err != nil {
+		t.Fatalf("Set once the server is back: %v", err)
+	}
+	if v, err := srv.Do("EXISTS", DefaultKeyPrefix+"after"); err != nil || v != int64(1) {
+		t.Errorf("EXISTS after = %v, %v; want 1: the server takes entries again", v, err)
+	}
+}

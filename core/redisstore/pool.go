@@ -50,15 +50,27 @@ func (s *Store) resetPool(p *redis.Pool) {
 // own runs on a goroutine bounded only by its handshake timeout), and AUTH and SELECT go
 // through statusReply, without which their "OK" is an error under Yaegi.
 func (s *Store) dial(ctx context.Context) (redis.Conn, error) {
+	return s.dialAddr(ctx, s.srv.addr)
+}
+
+// dialAddr is dial to addr, one node of a cluster; its certificate is checked for its own
+// host unless the URL named a serverName.
+func (s *Store) dialAddr(ctx context.Context, addr string) (redis.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	d := net.Dialer{KeepAlive: keepAlive}
-	nc, err := d.DialContext(ctx, "tcp", s.srv.addr)
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	if s.srv.tls != nil {
-		tc := tls.Client(nc, s.srv.tls)
+		conf := s.srv.tls
+		if s.srv.cluster && !s.srv.serverName {
+			host, _, _ := net.SplitHostPort(addr)
+			conf = conf.Clone()
+			conf.ServerName = host
+		}
+		tc := tls.Client(nc, conf)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("tls handshake: %w", err)

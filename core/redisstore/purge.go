@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -48,7 +49,9 @@ import (
 //
 // Scripts need Redis 5 or later (a write after SPOP or SRANDMEMBER in a script: effects
 // replication) and run on one server: they name the entries' keys from the sets' members,
-// which a cluster would refuse.
+// which a cluster refuses (keys of other slots). In a cluster the index is kept with
+// per-key commands instead (cluster.go): clusterIndexScript touches its one set, and
+// purges delete with one UNLINK per slot.
 
 const (
 	// tagSet and variantSet begin the names of the index's sets, after the key prefix.
@@ -78,6 +81,20 @@ for i = 1, #KEYS do
   end
 end
 return #KEYS
+`)
+
+// clusterIndexScript adds a stored entry to one index set, in a cluster: the script may
+// touch no other key, so the members it draws for pruning are returned for the caller to
+// check (setIndexedCluster).
+var clusterIndexScript = newScript(`
+-- KEYS[1]: the index set. ARGV[1]: the entry's time to live in ms. ARGV[2]: the cache key.
+-- Returns up to two members drawn before the key was added.
+local drawn = redis.call('SRANDMEMBER', KEYS[1], 2)
+redis.call('SADD', KEYS[1], ARGV[2])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+end
+return drawn
 `)
 
 // purgeScript takes members out of an index set and deletes their entries.
@@ -140,15 +157,13 @@ func noScript(err error) bool {
 // a purge running while an entry is stored may do (store.Purger). Should the index fail
 // after the SET, the entry is deleted again, so that no entry is kept that purges cannot find.
 func (s *Store) setIndexed(ctx context.Context, key string, tags []string, b []byte, ms int64) error {
+	if s.cluster != nil {
+		return s.setIndexedCluster(ctx, key, tags, b, ms)
+	}
 	idx := make([]interface{}, 3, 3+1+len(tags)+3)
 	idx[0] = "EVALSHA"
 	idx[1] = indexScript.sha
-	if i := strings.IndexByte(key, 0); i > 0 {
-		idx = append(idx, s.prefix+variantSet+key[:i])
-	}
-	for _, t := range tags {
-		idx = append(idx, s.prefix+tagSet+t)
-	}
+	idx = append(idx, s.indexSets(key, tags)...)
 	idx[2] = len(idx) - 3
 	idx = append(idx, ms, s.prefix, key)
 	reply, err := s.doThen(ctx, "SET", []interface{}{s.prefix + key, b, "PX", ms}, idx)
@@ -164,6 +179,50 @@ func (s *Store) setIndexed(ctx context.Context, key string, tags []string, b []b
 	if err != nil {
 		s.do(ctx, "DEL", s.prefix+key)
 		return fmt.Errorf("redis set: %w", err)
+	}
+	return nil
+}
+
+// indexSets names the index sets an entry under key with tags joins: its primary key's
+// set for a variant, and each tag's.
+func (s *Store) indexSets(key string, tags []string) []interface{} {
+	sets := make([]interface{}, 0, 1+len(tags))
+	if i := strings.IndexByte(key, 0); i > 0 {
+		sets = append(sets, s.prefix+variantSet+key[:i])
+	}
+	for _, t := range tags {
+		sets = append(sets, s.prefix+tagSet+t)
+	}
+	return sets
+}
+
+// setIndexedCluster is setIndexed in a cluster, one key per command: the SET, then for each
+// index set clusterIndexScript, and the members it drew whose entry is gone removed with
+// SREM (the pruning indexScript does inside Redis on a single server).
+func (s *Store) setIndexedCluster(ctx context.Context, key string, tags []string, b []byte, ms int64) error {
+	reply, err := s.do(ctx, "SET", s.prefix+key, b, "PX", ms)
+	if err == nil && reply != "OK" {
+		err = fmt.Errorf("%w %v", errReply, reply)
+	}
+	if err != nil {
+		return fmt.Errorf("redis set: %w", err)
+	}
+	for _, set := range s.indexSets(key, tags) {
+		reply, err := s.eval(ctx, clusterIndexScript, []interface{}{nil, 1, set, ms, key})
+		if err != nil {
+			s.do(ctx, "DEL", s.prefix+key)
+			return fmt.Errorf("redis set: index: %w", err)
+		}
+		drawn, _ := reply.([]interface{})
+		for _, m := range drawn {
+			member, ok := m.([]byte)
+			if !ok || string(member) == key {
+				continue
+			}
+			if n, err := s.do(ctx, "EXISTS", s.prefix+string(member)); err == nil && n == int64(0) {
+				s.do(ctx, "SREM", set, member)
+			}
+		}
 	}
 	return nil
 }
@@ -201,6 +260,9 @@ func (s *Store) PurgeTag(ctx context.Context, tag string) (int, error) {
 
 // purgeSet empties an index set, deleting the entries it names, purgeBatch at a time.
 func (s *Store) purgeSet(ctx context.Context, set string) (int, error) {
+	if s.cluster != nil {
+		return s.purgeSetCluster(ctx, set)
+	}
 	total := 0
 	args := []interface{}{nil, 1, set, purgeBatch, s.prefix}
 	for {
@@ -225,33 +287,92 @@ func (s *Store) purgeSet(ctx context.Context, set string) (int, error) {
 	}
 }
 
+// purgeSetCluster is purgeSet in a cluster: SPOP a batch of members, then UNLINK their
+// entries, one command per slot.
+func (s *Store) purgeSetCluster(ctx context.Context, set string) (int, error) {
+	total := 0
+	for {
+		reply, err := s.do(ctx, "SPOP", set, purgeBatch)
+		if err != nil {
+			return total, err
+		}
+		taken, ok := reply.([]interface{})
+		if !ok {
+			return total, fmt.Errorf("%w %v", errReply, reply)
+		}
+		keys := make([]interface{}, 0, len(taken))
+		for _, m := range taken {
+			if b, ok := m.([]byte); ok {
+				keys = append(keys, s.prefix+string(b))
+			}
+		}
+		n, err := s.unlinkBySlot(ctx, keys)
+		total += int(n)
+		s.nearDropKeys(taken, 0)
+		if err != nil {
+			return total, err
+		}
+		if len(taken) < purgeBatch {
+			return total, nil
+		}
+	}
+}
+
 // PurgePrefix implements store.Purger: SCAN for the keys under the key prefix and prefix,
-// its glob characters escaped, and UNLINK each batch found. The index's own sets are
-// deleted when they match (only "" and prefixes beginning with a NUL byte reach them), but
-// not counted.
+// its glob characters escaped, and UNLINK each batch found; in a cluster, on every
+// primary. The index's own sets are deleted when they match (only "" and prefixes
+// beginning with a NUL byte reach them), but not counted.
 func (s *Store) PurgePrefix(ctx context.Context, prefix string) (int, error) {
 	match := globEscaper.Replace(s.prefix+prefix) + "*"
+	if s.cluster == nil {
+		n, err := s.scanPurge(ctx, match, nil)
+		if err != nil {
+			return n, fmt.Errorf("redis purge prefix: %w", err)
+		}
+		return n, nil
+	}
+	total := 0
+	err := s.eachPrimary(func(c redis.Conn) error {
+		n, err := s.scanPurge(ctx, match, c)
+		total += n
+		return err
+	})
+	if err != nil {
+		return total, fmt.Errorf("redis purge prefix: %w", err)
+	}
+	return total, nil
+}
+
+// scanPurge walks the keys matching match with SCAN, on node when it is not nil (a cluster's
+// primary) or the server, and deletes what it finds.
+func (s *Store) scanPurge(ctx context.Context, match string, node redis.Conn) (int, error) {
 	cursor := "0"
 	total := 0
 	for {
-		reply, err := s.do(ctx, "SCAN", cursor, "MATCH", match, "COUNT", scanCount)
+		var reply interface{}
+		var err error
+		if node == nil {
+			reply, err = s.do(ctx, "SCAN", cursor, "MATCH", match, "COUNT", scanCount)
+		} else {
+			reply, err = s.nodeDo(ctx, node, "SCAN", cursor, "MATCH", match, "COUNT", scanCount)
+		}
 		if err != nil {
-			return total, fmt.Errorf("redis purge prefix: %w", err)
+			return total, err
 		}
 		parts, ok := reply.([]interface{})
 		if !ok || len(parts) != 2 {
-			return total, fmt.Errorf("redis purge prefix: %w %v", errReply, reply)
+			return total, fmt.Errorf("%w %v", errReply, reply)
 		}
 		next, ok := parts[0].([]byte)
 		keys, ok2 := parts[1].([]interface{})
 		if !ok || !ok2 {
-			return total, fmt.Errorf("redis purge prefix: %w %v", errReply, reply)
+			return total, fmt.Errorf("%w %v", errReply, reply)
 		}
 		if len(keys) > 0 {
 			n, err := s.unlinkFound(ctx, keys)
 			total += n
 			if err != nil {
-				return total, fmt.Errorf("redis purge prefix: %w", err)
+				return total, err
 			}
 		}
 		cursor = string(next)
@@ -259,6 +380,15 @@ func (s *Store) PurgePrefix(ctx context.Context, prefix string) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// nodeDo sends one command on c, a connection to one node, within ctx and Timeout.
+func (s *Store) nodeDo(ctx context.Context, c redis.Conn, cmd string, args ...interface{}) (interface{}, error) {
+	timeout, err := s.callTimeout(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return do(c, timeout, cmd, args...)
 }
 
 // unlinkFound deletes the keys a SCAN found, and returns how many of them were entries.
@@ -279,22 +409,36 @@ func (s *Store) unlinkFound(ctx context.Context, keys []interface{}) (int, error
 	}
 	n := int64(0)
 	if len(entries) > 0 {
-		reply, err := s.do(ctx, "UNLINK", entries...)
+		var err error
+		n, err = s.unlink(ctx, entries)
 		s.nearDropKeys(entries, len(s.prefix))
 		if err != nil {
 			return 0, err
 		}
-		var ok bool
-		if n, ok = reply.(int64); !ok {
-			return 0, fmt.Errorf("%w %v", errReply, reply)
-		}
 	}
 	if len(sets) > 0 {
-		if _, err := s.do(ctx, "UNLINK", sets...); err != nil {
+		if _, err := s.unlink(ctx, sets); err != nil {
 			return int(n), err
 		}
 	}
 	return int(n), nil
+}
+
+// unlink deletes keys and returns how many existed: one UNLINK, or one per slot in a
+// cluster.
+func (s *Store) unlink(ctx context.Context, keys []interface{}) (int64, error) {
+	if s.cluster != nil {
+		return s.unlinkBySlot(ctx, keys)
+	}
+	reply, err := s.do(ctx, "UNLINK", keys...)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := reply.(int64)
+	if !ok {
+		return 0, fmt.Errorf("%w %v", errReply, reply)
+	}
+	return n, nil
 }
 
 // nearDropKeys removes the near copies of keys (as the server returned them, []byte, each

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/mna/redisc"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -43,6 +44,12 @@ type Store struct {
 
 	// pool holds the current *redis.Pool; a broken connection replaces it (resetPool).
 	pool atomic.Value
+	// cluster is the Redis Cluster client (cluster.go); nil for a single server.
+	cluster *redisc.Cluster
+	// layoutGen counts the cluster's slot map refreshes; refreshedAt is when a failure last
+	// asked for one, in Unix nanoseconds.
+	layoutGen   int64
+	refreshedAt int64
 	// unreadable counts stored entries that could not be decoded.
 	unreadable int64
 
@@ -58,10 +65,10 @@ type Store struct {
 	// done closes with the Store, to stop the tracking goroutine.
 	done chan struct{}
 
-	// mu guards replacing the pool, closed and trackConn.
-	mu        sync.Mutex
-	closed    bool
-	trackConn redis.Conn
+	// mu guards replacing the pool, closed and trackConns.
+	mu         sync.Mutex
+	closed     bool
+	trackConns []redis.Conn
 }
 
 var _ store.Store = (*Store)(nil)
@@ -91,6 +98,9 @@ func New(s Settings) (*Store, error) {
 		done:        make(chan struct{}),
 	}
 	st.pool.Store(st.newPool())
+	if srv.cluster {
+		st.cluster = st.newCluster()
+	}
 	if s.NearMaxSize > 0 {
 		st.near = store.NewMemory(store.MemorySettings{MaxSize: s.NearMaxSize, MaxEntrySize: int64(s.MaxEntrySize)})
 		go st.track()
@@ -239,12 +249,15 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	close(s.done)
-	if s.trackConn != nil {
+	for _, c := range s.trackConns {
 		// Breaks the tracking goroutine's wait for a message.
-		s.trackConn.Close()
+		c.Close()
 	}
 	p := s.pool.Load().(*redis.Pool)
 	s.mu.Unlock()
+	if s.cluster != nil {
+		s.cluster.Close()
+	}
 	return p.Close()
 }
 
@@ -276,6 +289,9 @@ func (s *Store) doOnce(ctx context.Context, cmd string, args []interface{}, next
 	if err != nil {
 		return nil, false, err
 	}
+	if s.cluster != nil {
+		return s.clusterDo(ctx, timeout, cmd, args, next)
+	}
 	p := s.pool.Load().(*redis.Pool)
 	c, err := p.GetContext(ctx)
 	if err != nil {
@@ -285,13 +301,7 @@ func (s *Store) doOnce(ctx context.Context, cmd string, args []interface{}, next
 		// A pool replaced (and closed) since it was loaded refuses; the new one may not.
 		return nil, s.pool.Load().(*redis.Pool) != p, err
 	}
-	if next == nil {
-		reply, err = do(c, timeout, cmd, args...)
-	} else {
-		reply, err = doThen(c, timeout, cmd, args, next)
-	}
-	broken := c.Err() != nil
-	c.Close()
+	reply, broken, err := sendOn(c, timeout, cmd, args, next)
 	if !broken {
 		return reply, false, err
 	}

@@ -12,6 +12,19 @@ func do(c redis.Conn, timeout time.Duration, cmd string, args ...interface{}) (i
 	return statusReply(redis.DoWithTimeout(c, timeout, cmd, args...))
 }
 
+// sendOn sends cmd with args on c, and then next when it is not nil (doThen), puts c back
+// (Close), and reports whether c broke on the way.
+func sendOn(c redis.Conn, timeout time.Duration, cmd string, args, next []interface{}) (reply interface{}, broken bool, err error) {
+	if next == nil {
+		reply, err = do(c, timeout, cmd, args...)
+	} else {
+		reply, err = doThen(c, timeout, cmd, args, next)
+	}
+	broken = c.Err() != nil
+	c.Close()
+	return reply, broken, err
+}
+
 // doThen sends cmd and then next (a command name, then its arguments) on c in one round
 // trip, and returns next's reply as do returns one, or the error reply to cmd if it failed.
 // Each reply is received on its own, through statusReply: redigo's Do, reading several, keeps

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,7 +31,11 @@ type Settings struct {
 	// a password alone authenticates as the default user. TLS takes these query options:
 	// caFile=PATH trusts the PEM certificates in PATH instead of the system's roots,
 	// serverName=NAME checks the certificate for NAME instead of the host, and
-	// insecureSkipVerify=true checks no certificate at all (for tests only). Required.
+	// insecureSkipVerify=true checks no certificate at all (for tests only).
+	// redis-cluster://[[user]:password@]host1[:port],host2[:port]/ (rediss-cluster:// for
+	// TLS, each node's certificate checked for its own host unless serverName is given)
+	// names a Redis Cluster by some of its nodes, from which the others are found
+	// (cluster.go); a cluster has database 0 only. Required.
 	URL string
 	// KeyPrefix is put before every cache key, so that Weir's keys keep apart from others in
 	// the same database. Empty: DefaultKeyPrefix.
@@ -117,11 +122,50 @@ type server struct {
 	password string
 	db       int
 	tls      *tls.Config // nil: plain TCP
+	// cluster is set for a Redis Cluster, whose first known nodes are nodes (addr is the
+	// first of them).
+	cluster bool
+	nodes   []string
+	// serverName is set when the URL named the name to check certificates for; a cluster's
+	// nodes are checked for their own hosts otherwise.
+	serverName bool
+}
+
+// URL schemes.
+const (
+	schemePlain      = "redis"
+	schemeTLS        = "rediss"
+	schemeCluster    = "redis-cluster"
+	schemeClusterTLS = "rediss-cluster"
+)
+
+// clusterPlaceholder stands for a cluster URL's list of nodes while net/url parses the rest,
+// since it refuses a host list ("[::1]:7000,[::1]:7001").
+const clusterPlaceholder = "cluster.invalid"
+
+// splitNodes takes the list of nodes out of a cluster URL: it returns the URL with
+// clusterPlaceholder for them, and the list as written.
+func splitNodes(raw string) (string, string) {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return raw, ""
+	}
+	rest := raw[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndexByte(rest[:end], '@') + 1
+	return raw[:i+3] + rest[:at] + clusterPlaceholder + rest[end:], rest[at:end]
 }
 
 // parseURL reads Settings.URL. Errors show the URL with its password redacted.
 func parseURL(raw string) (server, error) {
 	var srv server
+	nodes := ""
+	if lower := strings.ToLower(raw); strings.HasPrefix(lower, schemeCluster+"://") || strings.HasPrefix(lower, schemeClusterTLS+"://") {
+		raw, nodes = splitNodes(raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		if ue, ok := err.(*url.Error); ok {
@@ -130,22 +174,33 @@ func parseURL(raw string) (server, error) {
 		return srv, fmt.Errorf("store.url: not a URL: %w", err)
 	}
 	fail := func(format string, args ...interface{}) (server, error) {
-		return server{}, fmt.Errorf("store.url: %q: %s", u.Redacted(), fmt.Sprintf(format, args...))
+		shown := strings.Replace(u.Redacted(), clusterPlaceholder, nodes, 1)
+		return server{}, fmt.Errorf("store.url: %q: %s", shown, fmt.Sprintf(format, args...))
 	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return fail("scheme must be redis or rediss")
+	switch u.Scheme {
+	case schemePlain, schemeTLS:
+	case schemeCluster, schemeClusterTLS:
+		srv.cluster = true
+	default:
+		return fail("scheme must be redis, rediss, redis-cluster or rediss-cluster")
 	}
-	if u.Opaque != "" || u.Hostname() == "" {
-		return fail("needs a host, as in redis://host:6379")
+	if u.Opaque != "" || u.Hostname() == "" || (srv.cluster && nodes == "") {
+		return fail("needs a host, as in %s://host:6379", u.Scheme)
 	}
-	port := u.Port()
-	if port == "" {
-		port = defaultPort
+	if !srv.cluster {
+		nodes = u.Host
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fail("port %q out of range", port)
+	for _, node := range strings.Split(nodes, ",") {
+		addr, err := nodeAddr(node)
+		if err != nil {
+			return fail("%v", err)
+		}
+		srv.nodes = append(srv.nodes, addr)
 	}
-	srv.addr = net.JoinHostPort(u.Hostname(), port)
+	if !srv.cluster && len(srv.nodes) != 1 {
+		return fail("one host only; a list of nodes takes the redis-cluster scheme")
+	}
+	srv.addr = srv.nodes[0]
 
 	if u.User != nil {
 		srv.user = u.User.Username()
@@ -164,19 +219,23 @@ func parseURL(raw string) (server, error) {
 		}
 		srv.db = db
 	}
+	if srv.cluster && srv.db != 0 {
+		return fail("a cluster has database 0 only")
+	}
 
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		return fail("query: %v", err)
 	}
 	var tlsConfig *tls.Config
-	if u.Scheme == "rediss" {
-		tlsConfig = &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12}
+	if u.Scheme == schemeTLS || u.Scheme == schemeClusterTLS {
+		host, _, _ := net.SplitHostPort(srv.addr)
+		tlsConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
 	}
 	for name, vs := range q {
 		v := vs[len(vs)-1]
 		if tlsConfig == nil {
-			return fail("option %s needs the rediss scheme", name)
+			return fail("option %s needs the rediss or rediss-cluster scheme", name)
 		}
 		switch name {
 		case "caFile":
@@ -187,6 +246,7 @@ func parseURL(raw string) (server, error) {
 			tlsConfig.RootCAs = pool
 		case "serverName":
 			tlsConfig.ServerName = v
+			srv.serverName = true
 		case "insecureSkipVerify":
 			skip, err := strconv.ParseBool(v)
 			if err != nil {
@@ -199,6 +259,25 @@ func parseURL(raw string) (server, error) {
 	}
 	srv.tls = tlsConfig
 	return srv, nil
+}
+
+// nodeAddr reads one host[:port] of a URL into host:port, the port 6379 when none is given.
+func nodeAddr(node string) (string, error) {
+	host, port := node, ""
+	if i := strings.LastIndexByte(node, ':'); i >= 0 && i > strings.LastIndexByte(node, ']') {
+		host, port = node[:i], node[i+1:]
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "" {
+		return "", fmt.Errorf("node %q needs a host", node)
+	}
+	if port == "" {
+		port = defaultPort
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("port %q out of range", port)
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 func loadCAs(path string) (*x509.CertPool, error) {

@@ -232,16 +232,7 @@ func guardPurge(g *Guard, ctx context.Context, op int, arg string) (int, error) 
 	if !p.Allowed {
 		return 0, ErrUnavailable
 	}
-	var n int
-	var err error
-	switch op {
-	case opPurgeKey:
-		n, err = inner.PurgeKey(ctx, arg)
-	case opPurgePrefix:
-		n, err = inner.PurgePrefix(ctx, arg)
-	default:
-		n, err = inner.PurgeTag(ctx, arg)
-	}
+	n, err := purgeBy(inner, ctx, op, arg)
 	if err != nil && ctx.Err() != nil {
 		g.b.Release(p, g.s.Now())
 		return n, err
@@ -267,6 +258,17 @@ func (g *Guard) Book(ctx context.Context, keys []string, counts []int64, interva
 	cancel()
 	record(g, ctx, p, err)
 	return ahead, err
+}
+
+// purgeBy makes the purge op (opPurgeKey, opPurgePrefix, opPurgeTag) of arg on p.
+func purgeBy(p Purger, ctx context.Context, op int, arg string) (int, error) {
+	switch op {
+	case opPurgeKey:
+		return p.PurgeKey(ctx, arg)
+	case opPurgePrefix:
+		return p.PurgePrefix(ctx, arg)
+	}
+	return p.PurgeTag(ctx, arg)
 }
 
 // Open reports whether the breaker is open (or a trial call is out), so that calls fail

@@ -56,6 +56,9 @@ type Memory struct {
 	size     int64
 	// evictions counts the entries evicted to stay within maxSize.
 	evictions int64
+	// epoch counts the times the store was emptied at once (Clear, PurgePrefix of ""),
+	// for SetInEpoch.
+	epoch int64
 }
 
 var (
@@ -141,6 +144,28 @@ func (m *Memory) Get(_ context.Context, key string) (*Entry, error) {
 
 // Set implements Store. It evicts least recently used entries until the new one fits.
 func (m *Memory) Set(_ context.Context, key string, e *Entry) error {
+	return set(m, key, e, -1)
+}
+
+// Epoch is how many times the store has been emptied at once (Clear, or PurgePrefix of
+// ""): read it before work whose result must not outlive an emptying, and store the
+// result with SetInEpoch.
+func (m *Memory) Epoch() int64 {
+	m.mu.Lock()
+	n := m.epoch
+	m.mu.Unlock()
+	return n
+}
+
+// SetInEpoch is Set, unless the store was emptied since Epoch returned epoch: then it
+// stores nothing and returns ErrEmptied. The check and the store are made under one lock,
+// so an entry is either stored before an emptying, which drops it, or refused after it.
+func (m *Memory) SetInEpoch(key string, e *Entry, epoch int64) error {
+	return set(m, key, e, epoch)
+}
+
+// set is Set and, with epoch not negative, SetInEpoch.
+func set(m *Memory, key string, e *Entry, epoch int64) error {
 	size := itemCost(key, e)
 	// The per-entry limit is on the answer's body, as the engine and redisstore apply it;
 	// what the entry holds beside it counts against the budget, which it must fit alone.
@@ -148,6 +173,10 @@ func (m *Memory) Set(_ context.Context, key string, e *Entry) error {
 		return ErrTooLarge
 	}
 	m.mu.Lock()
+	if epoch >= 0 && epoch != m.epoch {
+		m.mu.Unlock()
+		return ErrEmptied
+	}
 	it := m.items[key]
 	if it != nil {
 		if it.indexed {
@@ -192,6 +221,7 @@ func (m *Memory) Clear() {
 
 // clearLocked removes every entry. It must be called with mu held.
 func clearLocked(m *Memory) {
+	m.epoch++
 	m.head = nil
 	m.tail = nil
 	m.items = make(map[string]*memItem)

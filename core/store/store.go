@@ -27,6 +27,9 @@ var (
 	// ErrBookUnsupported is returned by a Guard's Book when the store it guards is no
 	// Booker.
 	ErrBookUnsupported = errors.New("store cannot count budgets")
+	// ErrEmptied is returned by Memory.SetInEpoch when the store was emptied since the
+	// epoch it was given.
+	ErrEmptied = errors.New("memory store emptied since")
 )
 
 // Booker counts request budgets shared by several instances, on the store's own clock, so
