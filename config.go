@@ -52,6 +52,7 @@ func (c *Config) settings() (core.Settings, error) {
 		{"budgets.burst", c.Budgets.Burst, &s.Budgets.Burst},
 		{"admission.lagKnee", c.Admission.LagKnee, &s.Admission.LagKnee},
 		{"admission.lagLimit", c.Admission.LagLimit, &s.Admission.LagLimit},
+		{"clients.bodyIdle", c.Clients.BodyIdle, &s.Clients.BodyIdle},
 		{"warm.timeout", c.Warm.Timeout, &s.Warm.Timeout},
 	}
 	for _, d := range durations {

@@ -28,11 +28,19 @@ type Config struct {
 	Log       LogConfig       `json:"log,omitempty"`
 	Budgets   BudgetsConfig   `json:"budgets,omitempty"`
 	Admission AdmissionConfig `json:"admission,omitempty"`
+	Clients   ClientsConfig   `json:"clients,omitempty"`
 	Warm      WarmConfig      `json:"warm,omitempty"`
 	// Pacing spaces the requests that reach a host, or every host of a domain, evenly: one
 	// string each, "feeds.example.com=3/10s" (rates N/10s, N/1s or N/1m). A list, not a map:
 	// hosts hold dots, which labels would split into nested keys.
 	Pacing []string `json:"pacing,omitempty"`
+}
+
+// ClientsConfig is the slow clients' limits: a client that pauses its request body longer
+// loses its connection rather than hold an origin slot. Never a limit on a whole transfer.
+type ClientsConfig struct {
+	// BodyIdle is the longest pause in a request body ("60s").
+	BodyIdle string `json:"bodyIdle,omitempty"`
 }
 
 // WarmConfig is warming: paths fetched into the cache on every host listed when the engine

@@ -40,6 +40,8 @@ type engineMetrics struct {
 	coalesced      *metrics.Counter
 	shortCircuited *metrics.Counter
 	anomalies      *metrics.Counter
+	// bodyIdle counts clients cut for pausing their request body (clients.bodyIdle).
+	bodyIdle *metrics.Counter
 	// warm counts warm URLs by result (warmResults).
 	warm   []*metrics.Counter
 	origin *metrics.Histogram
@@ -74,6 +76,9 @@ func newEngineMetrics(name string) (*engineMetrics, error) {
 		return nil, err
 	}
 	if m.anomalies, err = r.Counter("weir_missrate_anomalies_total", "Partitions the miss-rate detector found anomalous."); err != nil {
+		return nil, err
+	}
+	if m.bodyIdle, err = r.Counter("weir_client_body_idle_total", "Clients whose connection was cut for pausing their request body longer than clients.bodyIdle."); err != nil {
 		return nil, err
 	}
 	if m.warm, err = r.CounterFamily("weir_warm_total", "URLs warming went through, by result: stored, fresh (stored already), unstored, failed (not 2xx or 3xx, or no answer), refused (by the origin gate), busy (a fetch under way), timeout (left at warm.timeout).",

@@ -80,6 +80,8 @@ type Settings struct {
 	Admission AdmissionSettings
 	// Pacing spaces the requests that reach the hosts and domains it lists. Empty: none.
 	Pacing []Pace
+	// Clients are the slow clients' limits (clients.*); zero fields are their defaults.
+	Clients ClientSettings
 	// Warm is warming (warm.*): paths fetched into the cache on start and after a purge of
 	// everything. No hosts or no paths: off.
 	Warm WarmSettings
@@ -167,6 +169,9 @@ func (s Settings) withDefaults() Settings {
 	if s.StoreTimeout <= 0 {
 		s.StoreTimeout = DefaultStoreTimeout
 	}
+	if s.Clients.BodyIdle <= 0 {
+		s.Clients.BodyIdle = DefaultBodyIdle
+	}
 	if s.Warm.Timeout <= 0 {
 		s.Warm.Timeout = DefaultWarmTimeout
 	}
@@ -202,6 +207,7 @@ func (s Settings) validate() error {
 		{"coalesce.hitForMissTTL", s.HitForMissTTL},
 		{"timeouts.origin", s.OriginTimeout},
 		{"timeouts.store", s.StoreTimeout},
+		{"clients.bodyIdle", s.Clients.BodyIdle},
 	}
 	for _, c := range checks {
 		if c.v < 0 {
