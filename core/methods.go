@@ -140,7 +140,8 @@ type statusWriter struct {
 func (s *statusWriter) Header() http.Header { return s.w.Header() }
 
 func (s *statusWriter) WriteHeader(status int) {
-	if bodyCut(s.body) {
+	// bodyCut written out: an interpreted call on every answer costs more than the test.
+	if s.body != nil && atomic.LoadInt32(&s.body.timedOut) != 0 {
 		return
 	}
 	if s.status == 0 && status >= 200 {
@@ -161,7 +162,7 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 	if s.status == 0 {
 		s.WriteHeader(http.StatusOK)
 	}
-	if bodyCut(s.body) {
+	if s.body != nil && atomic.LoadInt32(&s.body.timedOut) != 0 {
 		return len(p), nil
 	}
 	n, err := s.w.Write(p)
