@@ -52,6 +52,8 @@ func (c *Config) settings() (core.Settings, error) {
 		{"budgets.burst", c.Budgets.Burst, &s.Budgets.Burst},
 		{"admission.lagKnee", c.Admission.LagKnee, &s.Admission.LagKnee},
 		{"admission.lagLimit", c.Admission.LagLimit, &s.Admission.LagLimit},
+		{"clients.bodyIdle", c.Clients.BodyIdle, &s.Clients.BodyIdle},
+		{"warm.timeout", c.Warm.Timeout, &s.Warm.Timeout},
 	}
 	for _, d := range durations {
 		v, err := parseDuration(d.field, d.value)
@@ -100,6 +102,8 @@ func (c *Config) settings() (core.Settings, error) {
 		}
 		s.Admission.Protect = append(s.Admission.Protect, p)
 	}
+	s.Warm.Paths = splitList(c.Warm.Paths)
+	s.Warm.Hosts = splitList(c.Warm.Hosts)
 	return s, nil
 }
 

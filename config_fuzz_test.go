@@ -76,6 +76,8 @@ var labelFields = []labelField{
 	{"admission.hostKneeInFlight", func(c *Config, v string) { c.Admission.HostKneeInFlight = v }},
 	{"admission.lagKnee", func(c *Config, v string) { c.Admission.LagKnee = v }},
 	{"admission.lagLimit", func(c *Config, v string) { c.Admission.LagLimit = v }},
+	{"clients.bodyIdle", func(c *Config, v string) { c.Clients.BodyIdle = v }},
+	{"warm.timeout", func(c *Config, v string) { c.Warm.Timeout = v }},
 }
 
 // configSeed sets two fields (chosen by index, modulo the table) and key.queryDrop.

@@ -40,6 +40,8 @@ var listFields = []listField{
 	{"admission.protect", func(c *Config, list []string) { c.Admission.Protect = list }},
 	// pacing is a list at the top of Weir's section, not in a section of its own.
 	{"pacing", func(c *Config, list []string) { c.Pacing = list }},
+	{"warm.paths", func(c *Config, list []string) { c.Warm.Paths = list }},
+	{"warm.hosts", func(c *Config, list []string) { c.Warm.Hosts = list }},
 }
 
 // decodeConfig decodes Weir's section of a middleware, as Traefik hands it over, into a

@@ -28,10 +28,32 @@ type Config struct {
 	Log       LogConfig       `json:"log,omitempty"`
 	Budgets   BudgetsConfig   `json:"budgets,omitempty"`
 	Admission AdmissionConfig `json:"admission,omitempty"`
+	Clients   ClientsConfig   `json:"clients,omitempty"`
+	Warm      WarmConfig      `json:"warm,omitempty"`
 	// Pacing spaces the requests that reach a host, or every host of a domain, evenly: one
 	// string each, "feeds.example.com=3/10s" (rates N/10s, N/1s or N/1m). A list, not a map:
 	// hosts hold dots, which labels would split into nested keys.
 	Pacing []string `json:"pacing,omitempty"`
+}
+
+// ClientsConfig is the slow clients' limits: a client that pauses its request body longer
+// loses its connection rather than hold an origin slot. Never a limit on a whole transfer.
+type ClientsConfig struct {
+	// BodyIdle is the longest pause in a request body ("60s").
+	BodyIdle string `json:"bodyIdle,omitempty"`
+}
+
+// WarmConfig is warming: paths fetched into the cache on every host listed when the engine
+// starts, when warm changes and after a purge of everything, so that the first visitor
+// finds them stored. Off unless paths and hosts are set.
+type WarmConfig struct {
+	// Paths are the paths warmed, each starting with "/", at most 32.
+	Paths []string `json:"paths,omitempty"`
+	// Hosts are the hosts they are warmed on: "www.example.com" (warmed as http://, an
+	// entry point without TLS) or "https://www.example.com" (an entry point with TLS).
+	Hosts []string `json:"hosts,omitempty"`
+	// Timeout bounds a warming run ("30s").
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // AdmissionConfig is admission control: past a knee of requests in flight through the

@@ -129,6 +129,12 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 	if h.pacing != nil {
 		h.notClosed = &alwaysGated
 	}
+	// Warming goes through the last handler built: the latest settings, and a router's
+	// service as next.
+	e.warm.use(h)
+	if e.warmOn != "" {
+		e.warm.start(e.warmOn)
+	}
 	return h, nil
 }
 

@@ -35,11 +35,23 @@ func serveOther(h *Handler, w http.ResponseWriter, r *http.Request) {
 	defer leave(h, t, 0, 0, nil)
 	atomic.AddInt64(h.passes, 1)
 	w.Header()["Cache-Status"] = []string{statusMethod}
-	sw := &statusWriter{w: w, h: h, r: r, unsafe: unsafeMethod(r.Method)}
+	// The client's pauses in its body are bounded while it holds the slot
+	// (clients.bodyIdle).
+	var body *idleBody
+	if hasBody(r) {
+		body = watchBody(h, r)
+	}
+	sw := &statusWriter{w: w, h: h, r: r, unsafe: unsafeMethod(r.Method), body: body}
 	began := h.s.Now()
 	h.next.ServeHTTP(sw, r)
 	took := h.s.Now().Sub(began)
 	metrics.ObserveDuration(h.e.metrics.origin, took)
+	if bodyCut(body) {
+		// The proxy's answer to the failed body says nothing of the origin: the deferred
+		// leave frees the slot unrecorded, and the client loses its connection.
+		cutClient(w)
+		return
+	}
 	if sw.status == 0 {
 		// A handler that returns without writing has answered 200 (net/http's rule).
 		sw.WriteHeader(http.StatusOK)
@@ -120,11 +132,18 @@ type statusWriter struct {
 	h      *Handler
 	r      *http.Request
 	unsafe bool
+	// body is the watch on the request's body (clients.bodyIdle); nil for none. Once it
+	// cut the client, the proxy's answer is dropped.
+	body *idleBody
 }
 
 func (s *statusWriter) Header() http.Header { return s.w.Header() }
 
 func (s *statusWriter) WriteHeader(status int) {
+	// bodyCut written out: an interpreted call on every answer costs more than the test.
+	if s.body != nil && atomic.LoadInt32(&s.body.timedOut) != 0 {
+		return
+	}
 	if s.status == 0 && status >= 200 {
 		s.status = status
 		hdr := s.w.Header()
@@ -142,6 +161,9 @@ func (s *statusWriter) WriteHeader(status int) {
 func (s *statusWriter) Write(p []byte) (int, error) {
 	if s.status == 0 {
 		s.WriteHeader(http.StatusOK)
+	}
+	if s.body != nil && atomic.LoadInt32(&s.body.timedOut) != 0 {
+		return len(p), nil
 	}
 	n, err := s.w.Write(p)
 	if f, ok := s.w.(http.Flusher); ok {

@@ -40,8 +40,12 @@ type engineMetrics struct {
 	coalesced      *metrics.Counter
 	shortCircuited *metrics.Counter
 	anomalies      *metrics.Counter
-	origin         *metrics.Histogram
-	store          *metrics.Histogram
+	// bodyIdle counts clients cut for pausing their request body (clients.bodyIdle).
+	bodyIdle *metrics.Counter
+	// warm counts warm URLs by result (warmResults).
+	warm   []*metrics.Counter
+	origin *metrics.Histogram
+	store  *metrics.Histogram
 }
 
 // newEngineMetrics registers the families of the middleware name; the collect functions
@@ -72,6 +76,13 @@ func newEngineMetrics(name string) (*engineMetrics, error) {
 		return nil, err
 	}
 	if m.anomalies, err = r.Counter("weir_missrate_anomalies_total", "Partitions the miss-rate detector found anomalous."); err != nil {
+		return nil, err
+	}
+	if m.bodyIdle, err = r.Counter("weir_client_body_idle_total", "Clients whose connection was cut for pausing their request body longer than clients.bodyIdle."); err != nil {
+		return nil, err
+	}
+	if m.warm, err = r.CounterFamily("weir_warm_total", "URLs warming went through, by result: stored, fresh (stored already), unstored, failed (not 2xx or 3xx, or no answer), refused (by the origin gate), busy (a fetch under way), timeout (left at warm.timeout).",
+		[]string{"result"}, one(warmResults)); err != nil {
 		return nil, err
 	}
 	if m.origin, err = r.Histogram("weir_origin_duration_seconds", "Time the origin took to answer the cache's fetches and unsafe methods.", metrics.DurationBuckets()); err != nil {

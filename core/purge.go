@@ -81,8 +81,12 @@ func (o operator) Purge(ctx context.Context, p admin.Purge) (int, error) {
 		return purgePrefixes(e, ctx, prefixes)
 	case p.All:
 		// Cached answers only: the store's keys of Weir's own (shared breaker deadlines)
-		// start with no scheme.
-		return purgePrefixes(e, ctx, []string{"http://", "https://"})
+		// start with no scheme. Then warm.paths are fetched again (warm.go).
+		n, err := purgePrefixes(e, ctx, []string{"http://", "https://"})
+		if err == nil {
+			e.warm.start(warmOnPurge)
+		}
+		return n, err
 	}
 	return 0, fmt.Errorf("purge: nothing named")
 }

@@ -53,6 +53,12 @@ type engine struct {
 	// off.
 	admission *admit.Controller
 	admitConf string
+	// warm runs warming (warm.*), across reloads; warmConf is warm.* as this engine was
+	// built with it, and warmOn why New starts a run ("" for none): a new store, or
+	// warm.* changed.
+	warm     *warmer
+	warmConf string
+	warmOn   string
 	// anomalies keeps the recent miss-rate anomalies for the admin, across reloads.
 	anomalies *anomalyLog
 	// overridden lists the keys breaker.overrides gave parameters, so that a reload that
@@ -191,6 +197,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err := keepBudgets(e, old, s); err != nil {
 		return nil, err
 	}
+	keepWarmer(e, old, s)
 	e.anomalies = old.anomalies
 	if e.anomalies == nil {
 		e.anomalies = &anomalyLog{}
@@ -204,7 +211,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s paths=%q ignore429=%v", e.fingerprint+e.breakerConf+e.negConf+e.missConf+e.budgetConf+e.paceConf+e.admitConf,
+	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s paths=%q ignore429=%v", e.fingerprint+e.breakerConf+e.negConf+e.missConf+e.budgetConf+e.paceConf+e.admitConf+e.warmConf,
 		s.Limiter, s.AdminPath, s.LogFormat, e.breakerPaths, s.BreakerIgnoreStatus429)
 	registry.engines[name] = e
 	if e.conf != old.conf {
@@ -213,6 +220,24 @@ func engineFor(name string, s Settings) (*engine, error) {
 			events.Bool("cache_kept", old.store != nil && e.store == old.store))
 	}
 	return e, nil
+}
+
+// keepWarmer gives e old's warmer, and says why New starts a run: the engine started with a
+// new store (empty, or one another instance fills: warming skips what is stored and fresh),
+// or warm.* changed.
+func keepWarmer(e, old *engine, s Settings) {
+	e.warm = old.warm
+	if e.warm == nil {
+		e.warm = &warmer{}
+	}
+	e.warmConf = fmt.Sprintf("%+v", s.Warm)
+	switch {
+	case !s.Warm.on():
+	case e.store != old.store:
+		e.warmOn = warmOnStart
+	case e.warmConf != old.warmConf:
+		e.warmOn = warmOnConfig
+	}
 }
 
 // applyOverrides gives e's breakers the overrides of breaker.overrides, and removes those an

@@ -80,6 +80,11 @@ type Settings struct {
 	Admission AdmissionSettings
 	// Pacing spaces the requests that reach the hosts and domains it lists. Empty: none.
 	Pacing []Pace
+	// Clients are the slow clients' limits (clients.*); zero fields are their defaults.
+	Clients ClientSettings
+	// Warm is warming (warm.*): paths fetched into the cache on start and after a purge of
+	// everything. No hosts or no paths: off.
+	Warm WarmSettings
 
 	// Breaker is the circuit breaker (FR-CB-1..5); zero fields are its defaults. Its Scope
 	// says whether one breaker watches the engine, each host (empty: the default) or each
@@ -164,6 +169,12 @@ func (s Settings) withDefaults() Settings {
 	if s.StoreTimeout <= 0 {
 		s.StoreTimeout = DefaultStoreTimeout
 	}
+	if s.Clients.BodyIdle <= 0 {
+		s.Clients.BodyIdle = DefaultBodyIdle
+	}
+	if s.Warm.Timeout <= 0 {
+		s.Warm.Timeout = DefaultWarmTimeout
+	}
 	// One spelling of each scope ("" and "Host" are "host"): the engine compares breaker
 	// settings across reloads, and finds breakers with ScopeKey under this scope.
 	if scope, err := breaker.ParseScope(s.Breaker.Scope); err == nil {
@@ -196,6 +207,7 @@ func (s Settings) validate() error {
 		{"coalesce.hitForMissTTL", s.HitForMissTTL},
 		{"timeouts.origin", s.OriginTimeout},
 		{"timeouts.store", s.StoreTimeout},
+		{"clients.bodyIdle", s.Clients.BodyIdle},
 	}
 	for _, c := range checks {
 		if c.v < 0 {
@@ -221,6 +233,9 @@ func (s Settings) validate() error {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if err := s.validateAdmin(); err != nil {
+		return err
+	}
+	if err := s.Warm.validate(); err != nil {
 		return err
 	}
 	if s.Budgets.Shared && s.StoreURL == "" && s.Store == nil {

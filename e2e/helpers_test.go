@@ -325,3 +325,20 @@ func short(s string) string {
 	}
 	return s
 }
+
+// outputWith returns the lines of Traefik's standard output and error (where Weir's event
+// lines go) that contain s.
+func outputWith(t *testing.T, tr *Traefik, s string) []string {
+	t.Helper()
+	lines, err := readLines(tr.OutPath)
+	if err != nil {
+		t.Fatalf("read Traefik's output: %v", err)
+	}
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return out
+}

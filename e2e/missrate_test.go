@@ -66,15 +66,8 @@ func mrSend(tr *Traefik, path string) mrReply {
 // configuration, with or without its @provider) wrote to Traefik's standard error.
 func mrAnomalies(t *testing.T, tr *Traefik, mw string) []string {
 	t.Helper()
-	lines, err := readLines(tr.OutPath)
-	if err != nil {
-		t.Fatalf("read Traefik's output: %v", err)
-	}
 	var out []string
-	for _, l := range lines {
-		if !strings.Contains(l, "miss_rate_anomaly") {
-			continue
-		}
+	for _, l := range outputWith(t, tr, "miss_rate_anomaly") {
 		for _, f := range strings.Fields(l) {
 			name, ok := strings.CutPrefix(f, "middleware=")
 			if ok && (name == mw || strings.HasPrefix(name, mw+"@")) {

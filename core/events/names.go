@@ -68,4 +68,21 @@ const (
 	// reasons (Str, "reason:count" pairs by falling count, space-separated, e.g.
 	// "queue-full:12 miss-rate:3").
 	Shed = "shed"
+	// WarmStarted: a warming run began (warm.*).
+	// Fields: reason (Str: "start", the engine started with a new store; "config", warm.*
+	// changed; "purge", everything was purged), urls (Int, the hosts times the paths).
+	WarmStarted = "warm_started"
+	// WarmFailed: a warm URL was not stored: it answered anything but 2xx or 3xx, a 2xx or
+	// 3xx the cache may not store, or no answer.
+	// Fields: url (Str, scheme, host and path), status (Int, the origin's; left out when
+	// none came), reason (Str: why there was no answer, such as "circuit-open" or
+	// "background-busy" when the gate kept it from the origin, or why it was not stored;
+	// left out for a plain status).
+	WarmFailed = "warm_failed"
+	// WarmDone: a warming run ended, within warm.timeout.
+	// Fields: reason (Str, as warm_started's), stored, fresh (already stored and fresh: not
+	// fetched), unstored, failed, refused (kept from the origin by the gate), busy (a
+	// fetch of the URL was under way), timed_out (not fetched within warm.timeout) (Int),
+	// took (Dur).
+	WarmDone = "warm_done"
 )
