@@ -246,9 +246,9 @@ type budgetShare struct {
 	log func(string)
 }
 
-// setStore gives the share the engine's current store, when it can book (a shared store).
-func (sh *budgetShare) setStore(st store.Store, log func(string)) {
-	booker, _ := st.(store.Booker)
+// setStore gives the share what counts the budgets of the engine's current store (bookerOf):
+// nil when it has no shared store.
+func (sh *budgetShare) setStore(booker store.Booker, log func(string)) {
 	sh.mu.Lock()
 	sh.st = booker
 	sh.log = log

@@ -273,7 +273,7 @@ func keepBudgets(e, old *engine, s Settings) error {
 	}
 	if e.budgets != nil && e.budgets.share != nil {
 		if e.mem == nil {
-			e.budgets.share.setStore(sharedOnly(e.store), s.Log)
+			e.budgets.share.setStore(bookerOf(e.store), s.Log)
 		} else {
 			e.budgets.share.setStore(nil, s.Log)
 		}

@@ -102,21 +102,32 @@ func (c sharedStore) Close() error { return c.rs.Close() }
 // An interface, not an assertion to sharedStore: Yaegi v0.16.1 fails to load a type
 // assertion to a struct that embeds a pointer (docs/yaegi.md).
 type guarded interface {
-	guarded() store.Store
+	sharedRecords() *store.Guard
 }
 
-// guarded is the guarded Redis store without local memory (store.Fallback) in front: what
+// sharedRecords is the guarded Redis store without local memory (store.Fallback) in front: what
 // the fleet's records (breaker deadlines, control, window counts) and shared budgets
 // (store.Booker) are read from and written to. Kept locally while the store is lost, such
 // a record would be read back as if other instances had written it.
-func (c sharedStore) guarded() store.Store { return c.guard }
+func (c sharedStore) sharedRecords() *store.Guard { return c.guard }
 
 // sharedOnly is st's guarded store when st is a shared store, else st.
 func sharedOnly(st store.Store) store.Store {
 	if g, ok := st.(guarded); ok {
-		return g.guarded()
+		return g.sharedRecords()
 	}
 	return st
+}
+
+// bookerOf is what counts st's shared budgets: its guarded store when st is a shared store,
+// else nil. The guard is returned as its own type and made a Booker here: under Yaegi
+// v0.16.1, an interface value handed on as another interface (store.Store) then asserted to
+// a third (store.Booker) failed the assertion (docs/yaegi.md).
+func bookerOf(st store.Store) store.Booker {
+	if g, ok := st.(guarded); ok {
+		return g.sharedRecords()
+	}
+	return nil
 }
 
 // remoteState is what the admin reads of a shared store.
