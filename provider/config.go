@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -31,8 +30,10 @@ var errConfig = errors.New("weir provider: invalid configuration")
 type Config struct {
 	// Presets maps a middleware name to a whole Weir middleware configuration, as it would be
 	// written under http.middlewares.<name>.plugin.weir; each is published as
-	// <name>@plugin-<alias>. At least one.
-	Presets map[string]*weir.Config `json:"presets,omitempty"`
+	// <name>@plugin-<alias>. At least one. Raw values, not weir.Config: Traefik's static
+	// configuration hands an empty preset ("weir-default: {}") over as an empty string,
+	// which it cannot decode onto a struct; decodePreset reads each.
+	Presets map[string]interface{} `json:"presets,omitempty"`
 	// Admin is the admin router (nil: none).
 	Admin *AdminConfig `json:"admin,omitempty"`
 	// Middleware is the alias of Weir's middleware plugin in the static configuration
@@ -64,27 +65,25 @@ func Build(c *Config) (*dynamic.Configuration, error) {
 		alias = DefaultMiddleware
 	}
 	hc := &dynamic.HTTPConfiguration{Middlewares: make(map[string]*dynamic.Middleware, len(c.Presets))}
+	presets := make(map[string]*weir.Config, len(c.Presets))
 	// In name order, so that the first error reported is the same from one start to the next.
 	for _, name := range presetNames(c.Presets) {
-		preset := c.Presets[name]
-		if preset == nil {
-			preset = weir.CreateConfig()
-		}
-		if strings.ContainsAny(name, "@ ") {
+		if name == "" || strings.ContainsAny(name, "@ ") {
 			return nil, fmt.Errorf("%w: presets: %q must be a middleware name without '@' or spaces", errConfig, name)
+		}
+		preset, conf, err := decodePreset(c.Presets[name])
+		if err != nil {
+			return nil, fmt.Errorf("%w: presets.%s: %w", errConfig, name, err)
 		}
 		if err := preset.Check(); err != nil {
 			return nil, fmt.Errorf("%w: presets.%s: %w", errConfig, name, err)
 		}
-		conf, err := pluginConf(preset)
-		if err != nil {
-			return nil, fmt.Errorf("%w: presets.%s: %w", errConfig, name, err)
-		}
+		presets[name] = preset
 		mw := &dynamic.Middleware{Plugin: map[string]dynamic.PluginConf{alias: conf}}
 		hc.Middlewares[name] = mw
 	}
 	if c.Admin != nil {
-		router, err := adminRouter(c)
+		router, err := adminRouter(c.Admin, presets)
 		if err != nil {
 			return nil, err
 		}
@@ -93,18 +92,14 @@ func Build(c *Config) (*dynamic.Configuration, error) {
 	return &dynamic.Configuration{HTTP: hc}, nil
 }
 
-// adminRouter builds the admin router of c.Admin.
-func adminRouter(c *Config) (*dynamic.Router, error) {
-	a := c.Admin
+// adminRouter builds the admin router a describes over the checked presets.
+func adminRouter(a *AdminConfig, presets map[string]*weir.Config) (*dynamic.Router, error) {
 	name := strings.TrimSpace(a.Preset)
-	preset, ok := c.Presets[name]
+	preset, ok := presets[name]
 	if name == "" || !ok {
-		return nil, fmt.Errorf("%w: admin.preset: %q must name one of the presets (%s)", errConfig, a.Preset, strings.Join(presetNames(c.Presets), ", "))
+		return nil, fmt.Errorf("%w: admin.preset: %q must name one of the presets (%s)", errConfig, a.Preset, strings.Join(sortedKeys(presets), ", "))
 	}
-	path := ""
-	if preset != nil {
-		path = strings.TrimSpace(preset.Admin.Path)
-	}
+	path := strings.TrimSpace(preset.Admin.Path)
 	if path == "" {
 		return nil, fmt.Errorf("%w: admin.preset: %q sets no admin.path, so the admin router would serve nothing; set presets.%s.admin.path (and admin.token or admin.allow)", errConfig, a.Preset, name)
 	}
@@ -119,22 +114,18 @@ func adminRouter(c *Config) (*dynamic.Router, error) {
 	return r, nil
 }
 
-// pluginConf is a preset as the middleware's plugin section: its fields by their JSON
-// names, which are the names operators write and Traefik decodes back onto weir.Config.
-func pluginConf(c *weir.Config) (dynamic.PluginConf, error) {
-	data, err := json.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
+// presetNames lists the presets' names in order.
+func presetNames(presets map[string]interface{}) []string {
+	names := make([]string, 0, len(presets))
+	for name := range presets {
+		names = append(names, name)
 	}
-	conf := dynamic.PluginConf{}
-	if err := json.Unmarshal(data, &conf); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	return conf, nil
+	sort.Strings(names)
+	return names
 }
 
-// presetNames lists the presets' names in order.
-func presetNames(presets map[string]*weir.Config) []string {
+// sortedKeys lists the checked presets' names in order.
+func sortedKeys(presets map[string]*weir.Config) []string {
 	names := make([]string, 0, len(presets))
 	for name := range presets {
 		names = append(names, name)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,18 +12,20 @@ import (
 	"github.com/weirproxy/weir"
 )
 
-// adminPreset is a preset whose admin is on: a path and who may use it.
-func adminPreset() *weir.Config {
-	c := weir.CreateConfig()
-	c.Admin.Path = "/_weir"
-	c.Admin.Allow = []string{"127.0.0.1/32"}
-	return c
+// adminPreset is a preset whose admin is on: a path and who may use it, as Traefik hands
+// the static configuration over.
+func adminPreset() interface{} {
+	return map[string]interface{}{"admin": map[string]interface{}{"path": "/_weir", "allow": []interface{}{"127.0.0.1/32"}}}
 }
 
-func apiPreset() *weir.Config {
-	c := weir.CreateConfig()
-	c.Limiter.MaxConcurrent = "8"
-	return c
+// apiPreset is a preset with eight origin slots.
+func apiPreset() interface{} {
+	return map[string]interface{}{"limiter": map[string]interface{}{"maxConcurrent": "8"}}
+}
+
+// section1 is a preset of one setting, as Traefik hands it over.
+func section1(name, field string, v interface{}) map[string]interface{} {
+	return map[string]interface{}{name: map[string]interface{}{field: v}}
 }
 
 func TestBuildPublishesPresetsAsPluginMiddlewares(t *testing.T) {
@@ -36,7 +39,7 @@ func TestBuildPublishesPresetsAsPluginMiddlewares(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			c := &Config{Presets: map[string]*weir.Config{"weir-default": nil, "weir-api": apiPreset()}, Middleware: tc.alias}
+			c := &Config{Presets: map[string]interface{}{"weir-default": "", "weir-api": apiPreset()}, Middleware: tc.alias}
 			conf, err := Build(c)
 			if err != nil {
 				t.Fatalf("Build: %v", err)
@@ -63,13 +66,26 @@ func TestBuildPublishesPresetsAsPluginMiddlewares(t *testing.T) {
 }
 
 // TestPublishedPresetDecodesToTheSameConfig checks the round trip Traefik makes: the
-// published JSON decoded back onto weir.Config is the preset.
+// published JSON decoded back onto weir.Config is the preset as written, whatever the case
+// of its names and however its lists and leaves were written.
 func TestPublishedPresetDecodesToTheSameConfig(t *testing.T) {
-	want := apiPreset()
+	raw := map[string]interface{}{
+		"key":     map[string]interface{}{"QueryDrop": []interface{}{"utm_source", "utm_medium"}},
+		"breaker": map[string]interface{}{"overrides": "api.example.com: failureRatio=0.3", "minRequests": 20},
+		"cache":   map[string]interface{}{"maxSize": "16MiB", "allowPurge": false},
+		"limiter": map[string]interface{}{"maxconcurrent": "8"},
+		"pacing":  []string{"feeds.example.com=3/10s"},
+		"admin":   "",
+	}
+	want := weir.CreateConfig()
 	want.Key.QueryDrop = []string{"utm_source", "utm_medium"}
 	want.Breaker.Overrides = []string{"api.example.com: failureRatio=0.3"}
+	want.Breaker.MinRequests = "20"
 	want.Cache.MaxSize = "16MiB"
-	conf, err := Build(&Config{Presets: map[string]*weir.Config{"p": want}})
+	want.Cache.AllowPurge = "false"
+	want.Limiter.MaxConcurrent = "8"
+	want.Pacing = []string{"feeds.example.com=3/10s"}
+	conf, err := Build(&Config{Presets: map[string]interface{}{"p": raw}})
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -78,8 +94,10 @@ func TestPublishedPresetDecodesToTheSameConfig(t *testing.T) {
 		t.Fatalf("encode: %v", err)
 	}
 	got := weir.CreateConfig()
-	if err := json.Unmarshal(data, got); err != nil {
-		t.Fatalf("decode: %v", err)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(got); err != nil {
+		t.Fatalf("decode %s: %v", data, err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("decoded preset = %+v, want %+v", got, want)
@@ -105,7 +123,7 @@ func TestBuildAdminRouter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			conf, err := Build(&Config{Presets: map[string]*weir.Config{"weir-default": adminPreset()}, Admin: tc.admin})
+			conf, err := Build(&Config{Presets: map[string]interface{}{"weir-default": adminPreset()}, Admin: tc.admin})
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
@@ -131,10 +149,8 @@ type dynamicRouter struct {
 }
 
 func TestBuildErrorNamesPresetAndField(t *testing.T) {
-	bad := weir.CreateConfig()
-	bad.Limiter.MaxConcurrent = "lots"
-	noAccess := weir.CreateConfig()
-	noAccess.Admin.Path = "/_weir"
+	bad := section1("limiter", "maxConcurrent", "lots")
+	noAccess := section1("admin", "path", "/_weir")
 	tests := []struct {
 		desc string
 		c    *Config
@@ -142,17 +158,27 @@ func TestBuildErrorNamesPresetAndField(t *testing.T) {
 	}{
 		{desc: "no presets", c: &Config{}, want: []string{"presets: none given"}},
 		{desc: "nil block", c: nil, want: []string{"presets: none given"}},
-		{desc: "bad count", c: &Config{Presets: map[string]*weir.Config{"weir-api": bad, "weir-default": nil}},
+		{desc: "bad count", c: &Config{Presets: map[string]interface{}{"weir-api": bad, "weir-default": nil}},
 			want: []string{"presets.weir-api:", "limiter.maxConcurrent", `"lots"`}},
-		{desc: "admin without access, as New refuses it", c: &Config{Presets: map[string]*weir.Config{"weir-default": noAccess}},
+		{desc: "admin without access, as New refuses it", c: &Config{Presets: map[string]interface{}{"weir-default": noAccess}},
 			want: []string{"presets.weir-default:", "admin.path", "needs admin.token or admin.allow"}},
-		{desc: "name with @", c: &Config{Presets: map[string]*weir.Config{"weir@file": nil}},
+		{desc: "name with @", c: &Config{Presets: map[string]interface{}{"weir@file": nil}},
 			want: []string{"presets:", `"weir@file"`}},
-		{desc: "admin preset unknown", c: &Config{Presets: map[string]*weir.Config{"weir-default": adminPreset()}, Admin: &AdminConfig{Preset: "nope"}},
+		{desc: "unknown section", c: &Config{Presets: map[string]interface{}{"weir-api": section1("limitter", "maxConcurrent", "8")}},
+			want: []string{"presets.weir-api: limitter: not a Weir setting"}},
+		{desc: "unknown field", c: &Config{Presets: map[string]interface{}{"weir-api": section1("limiter", "maxConcurent", "8")}},
+			want: []string{"presets.weir-api: limiter.maxConcurent: not a Weir setting"}},
+		{desc: "a value where a section goes", c: &Config{Presets: map[string]interface{}{"weir-api": map[string]interface{}{"limiter": "8"}}},
+			want: []string{"presets.weir-api: limiter:", "section"}},
+		{desc: "a section where a value goes", c: &Config{Presets: map[string]interface{}{"weir-api": section1("limiter", "maxConcurrent", map[string]interface{}{"x": "1"})}},
+			want: []string{"presets.weir-api: limiter.maxConcurrent:"}},
+		{desc: "a preset that is a value", c: &Config{Presets: map[string]interface{}{"weir-api": "8"}},
+			want: []string{"presets.weir-api:", "section"}},
+		{desc: "admin preset unknown", c: &Config{Presets: map[string]interface{}{"weir-default": adminPreset()}, Admin: &AdminConfig{Preset: "nope"}},
 			want: []string{"admin.preset:", `"nope"`, "weir-default"}},
-		{desc: "admin preset missing", c: &Config{Presets: map[string]*weir.Config{"weir-default": adminPreset()}, Admin: &AdminConfig{}},
+		{desc: "admin preset missing", c: &Config{Presets: map[string]interface{}{"weir-default": adminPreset()}, Admin: &AdminConfig{}},
 			want: []string{"admin.preset:", `""`}},
-		{desc: "admin preset without admin.path", c: &Config{Presets: map[string]*weir.Config{"weir-default": nil}, Admin: &AdminConfig{Preset: "weir-default"}},
+		{desc: "admin preset without admin.path", c: &Config{Presets: map[string]interface{}{"weir-default": nil}, Admin: &AdminConfig{Preset: "weir-default"}},
 			want: []string{"admin.preset:", "presets.weir-default.admin.path"}},
 	}
 	for _, tc := range tests {
@@ -176,7 +202,7 @@ func TestBuildUsesTheMiddlewaresParser(t *testing.T) {
 	bad := weir.CreateConfig()
 	bad.Breaker.FailureRatio = "2"
 	_, newErr := weir.New(context.Background(), nil, bad, "check-parser")
-	_, buildErr := Build(&Config{Presets: map[string]*weir.Config{"p": bad}})
+	_, buildErr := Build(&Config{Presets: map[string]interface{}{"p": section1("breaker", "failureRatio", "2")}})
 	if newErr == nil || buildErr == nil {
 		t.Fatalf("New err = %v, Build err = %v; want both to refuse breaker.failureRatio=2", newErr, buildErr)
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/weirproxy/weir"
 )
 
 // within bounds every wait of these tests.
@@ -16,7 +14,7 @@ const within = 5 * time.Second
 
 func newProvider(t *testing.T) *Provider {
 	t.Helper()
-	p, err := New(context.Background(), &Config{Presets: map[string]*weir.Config{"weir-default": nil, "weir-api": apiPreset()}}, "plugin-weirp")
+	p, err := New(context.Background(), &Config{Presets: map[string]interface{}{"weir-default": "", "weir-api": apiPreset()}}, "plugin-weirp")
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -112,9 +110,8 @@ func TestStopEndsGoroutines(t *testing.T) {
 }
 
 func TestNewRefusesABadBlock(t *testing.T) {
-	bad := weir.CreateConfig()
-	bad.Cache.MaxSize = "lots"
-	_, err := New(context.Background(), &Config{Presets: map[string]*weir.Config{"weir-static": bad}}, "plugin-weirp")
+	bad := section1("cache", "maxSize", "lots")
+	_, err := New(context.Background(), &Config{Presets: map[string]interface{}{"weir-static": bad}}, "plugin-weirp")
 	if err == nil || !strings.Contains(err.Error(), `presets.weir-static: weir: invalid configuration: cache.maxSize: "lots"`) {
 		t.Errorf("New: err = %v, want the preset, the field and the value named", err)
 	}
