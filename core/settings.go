@@ -195,11 +195,6 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
-// Check reports what New would refuse in s, without building anything: the provider plugin
-// checks its presets with it (through weir's Config.Check), so that a preset it publishes
-// and the middleware that loads it can never disagree.
-func Check(s Settings) error { return s.validate() }
-
 // validate rejects values that are set but make no sense; zero values are defaults.
 func (s Settings) validate() error {
 	checks := []struct {

@@ -162,6 +162,11 @@ func TestBuildErrorNamesPresetAndField(t *testing.T) {
 			want: []string{"presets.weir-api:", "limiter.maxConcurrent", `"lots"`}},
 		{desc: "admin without access, as New refuses it", c: &Config{Presets: map[string]interface{}{"weir-default": noAccess}},
 			want: []string{"presets.weir-default:", "admin.path", "needs admin.token or admin.allow"}},
+		{desc: "refused while New builds the engine", c: &Config{Presets: map[string]interface{}{"weir-api": map[string]interface{}{
+			"admission": map[string]interface{}{"kneeInFlight": "100", "lagLimit": "5ms"}}}},
+			want: []string{"presets.weir-api:", "admission.lagLimit", "5ms"}},
+		{desc: "a store URL New refuses", c: &Config{Presets: map[string]interface{}{"weir-api": section1("store", "url", "ftp://cache:21")}},
+			want: []string{"presets.weir-api:", "store.url", "ftp://cache:21"}},
 		{desc: "name with @", c: &Config{Presets: map[string]interface{}{"weir@file": nil}},
 			want: []string{"presets:", `"weir@file"`}},
 		{desc: "unknown section", c: &Config{Presets: map[string]interface{}{"weir-api": section1("limitter", "maxConcurrent", "8")}},
