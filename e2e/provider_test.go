@@ -1,19 +1,24 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // providerBlock is the provider plugin's block of these tests: weir-default with its admin
-// open to 127.0.0.1 and the extra fields given, weir-api with four origin slots, weir-static
-// empty, and the admin router on the web entry point.
+// open to 127.0.0.1 and the extra fields given, weir-api with four origin slots (and its
+// admin, on the routers it serves), weir-static empty, and the admin router on the web
+// entry point.
 func providerBlock(defaultExtra map[string]interface{}) map[string]interface{} {
 	def := map[string]interface{}{
 		"admin": map[string]interface{}{"path": "/_weir", "allow": []string{"127.0.0.1/32"}},
@@ -24,8 +29,11 @@ func providerBlock(defaultExtra map[string]interface{}) map[string]interface{} {
 	return map[string]interface{}{
 		"presets": map[string]interface{}{
 			"weir-default": def,
-			"weir-api":     map[string]interface{}{"limiter": map[string]interface{}{"maxConcurrent": "4"}},
-			"weir-static":  map[string]interface{}{},
+			"weir-api": map[string]interface{}{
+				"limiter": map[string]interface{}{"maxConcurrent": "4", "maxQueueWait": "20s"},
+				"admin":   map[string]interface{}{"path": "/api/_weir", "allow": []string{"127.0.0.1/32"}},
+			},
+			"weir-static": map[string]interface{}{},
 		},
 		"admin": map[string]interface{}{
 			"rule":       "PathPrefix(`/_weir`)",
@@ -48,11 +56,27 @@ func providerRoutes() Dynamic {
 // adminState reads the admin API's state through the admin router and returns it whole.
 func adminState(t *testing.T, tr *Traefik) string {
 	t.Helper()
-	r := get(t, tr, "/_weir/api/state")
+	return stateAt(t, tr, "/_weir/api/state")
+}
+
+// stateAt reads the admin API's state at path.
+func stateAt(t *testing.T, tr *Traefik, path string) string {
+	t.Helper()
+	r := get(t, tr, path)
 	if r.status != http.StatusOK {
-		t.Fatalf("GET /_weir/api/state through the admin router: status %d, body %q", r.status, short(r.body))
+		t.Fatalf("GET %s: status %d, body %q", path, r.status, short(r.body))
 	}
 	return r.body
+}
+
+// limiterState is the part of the admin API's state these tests read.
+type limiterState struct {
+	Middleware string `json:"middleware"`
+	Limiter    struct {
+		InFlight      int `json:"inFlight"`
+		Queued        int `json:"queued"`
+		MaxConcurrent int `json:"maxConcurrent"`
+	} `json:"limiter"`
 }
 
 // TestProviderPresets runs Traefik with Weir's provider plugin and no dynamic configuration
@@ -78,6 +102,53 @@ func TestProviderPresets(t *testing.T) {
 		}
 	})
 
+	t.Run("a router referencing a preset is protected by its limiter", func(t *testing.T) {
+		const requests, slots = 6, 4
+		release := make(chan struct{})
+		var releaseOnce sync.Once
+		// Also when the test fails half way: the origin's handlers must return.
+		defer releaseOnce.Do(func() { close(release) })
+		for i := 0; i < requests; i++ {
+			o.Handle(fmt.Sprintf("/api/slow/%d", i), func(w http.ResponseWriter, r *http.Request) {
+				<-release
+				answer("max-age=60", "slow")(w, r)
+			})
+		}
+		replies := make(chan reply, requests)
+		for i := 0; i < requests; i++ {
+			go func(i int) {
+				r, err := fetch(context.Background(), tr.Client(), requestTimeout, "GET", tr.URL(fmt.Sprintf("/api/slow/%d", i)), nil)
+				if err != nil {
+					t.Errorf("GET /api/slow/%d: %v", i, err)
+				}
+				replies <- r
+			}(i)
+		}
+		// weir-api's own admin, on the router it serves, shows its limiter full and the rest
+		// waiting.
+		var st limiterState
+		full := waitFor(10*time.Second, func() bool {
+			st = limiterState{}
+			_ = json.Unmarshal([]byte(stateAt(t, tr, "/api/_weir/api/state")), &st)
+			return st.Limiter.InFlight == slots && st.Limiter.Queued == requests-slots
+		})
+		releaseOnce.Do(func() { close(release) })
+		if !full {
+			t.Errorf("weir-api's limiter = %+v, want %d in flight and %d queued", st.Limiter, slots, requests-slots)
+		}
+		if st.Middleware != "weir-api@plugin-"+ProviderAlias || st.Limiter.MaxConcurrent != slots {
+			t.Errorf("state of %q, maxConcurrent %d; want weir-api@plugin-%s with %d", st.Middleware, st.Limiter.MaxConcurrent, ProviderAlias, slots)
+		}
+		for i := 0; i < requests; i++ {
+			if r := <-replies; r.status != http.StatusOK {
+				t.Errorf("a slow request: status %d, want 200", r.status)
+			}
+		}
+		if got := o.MaxInFlight(); got > slots {
+			t.Errorf("origin peak in flight = %d, want at most weir-api's %d slots", got, slots)
+		}
+	})
+
 	t.Run("the preset's settings apply", func(t *testing.T) {
 		// weir-default sets cache.defaultTTL: an answer stating no freshness is stored.
 		get(t, tr, "/site/plain")
@@ -87,6 +158,9 @@ func TestProviderPresets(t *testing.T) {
 
 	t.Run("the admin router answers", func(t *testing.T) {
 		state := adminState(t, tr)
+		if !strings.Contains(state, `"middleware":"weir-default@plugin-`+ProviderAlias+`"`) {
+			t.Errorf("admin state = %s, want weir-default@plugin-%s's", short(state), ProviderAlias)
+		}
 		if !strings.Contains(state, `"maxConcurrent":64`) {
 			t.Errorf("admin state = %s, want weir-default's limiter at the default 64 slots", short(state))
 		}
