@@ -106,6 +106,7 @@ func TestCheckAcceptsWhatNewAccepts(t *testing.T) {
 		}},
 		{desc: "a store nobody listens on", set: func(c *Config) { c.Store.URL = "redis://127.0.0.1:1/0" }},
 		{desc: "a cluster", set: func(c *Config) { c.Store.URL = "redis-cluster://127.0.0.1:1,127.0.0.1:2/" }},
+		{desc: "limiter slots, as ExampleConfig_Check", set: func(c *Config) { c.Limiter.MaxConcurrent = "8" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,10 +20,6 @@ const AdminRouterName = "weir-admin"
 // AdminService is the admin router's service: Traefik's own, which answers 418 to whatever
 // reaches it. The admin middleware answers every request under its admin.path before it.
 const AdminService = "noop@internal"
-
-// errConfig wraps every error in the provider's block, which names the preset or the
-// admin field and the value.
-var errConfig = errors.New("weir provider: invalid configuration")
 
 // Config is the provider's block of static configuration, under providers.plugin.<alias>.
 type Config struct {

@@ -20,8 +20,14 @@ import (
 	"github.com/traefik/genconf/dynamic"
 )
 
-// errProviding is Provide called while an earlier Provide has not been stopped.
-var errProviding = errors.New("weir provider: already providing; Stop first")
+// The provider's sentinel errors.
+var (
+	// errConfig wraps every error in the provider's block, which names the preset or the
+	// admin field and the value.
+	errConfig = errors.New("weir provider: invalid configuration")
+	// errProviding is Provide called while an earlier Provide has not been stopped.
+	errProviding = errors.New("weir provider: already providing; Stop first")
+)
 
 // CreateConfig returns the configuration Traefik decodes the provider's block onto.
 func CreateConfig() *Config {
@@ -30,7 +36,6 @@ func CreateConfig() *Config {
 
 // Provider publishes the dynamic configuration built from its block.
 type Provider struct {
-	name string
 	// payload is held as the interface the channel carries: Yaegi v0.16.1 fails a select's
 	// send of a pointer to an interpreted struct on a channel of an interface type
 	// (docs/yaegi.md).
@@ -58,7 +63,7 @@ func New(ctx context.Context, config *Config, name string) (*Provider, error) {
 		return nil, err
 	}
 	var payload json.Marshaler = &dynamic.JSONPayload{Configuration: conf}
-	return &Provider{name: name, payload: payload}, nil
+	return &Provider{payload: payload}, nil
 }
 
 // Init does nothing: New has checked and built everything.
