@@ -19,6 +19,17 @@ import (
 // errConfig wraps every configuration error, which names the field and the value.
 var errConfig = errors.New("weir: invalid configuration")
 
+// Check reports what New would refuse in the configuration, with the field and the value
+// named, without building a middleware: Weir's provider plugin checks every preset it
+// publishes with it, the parse and validation New runs, so the two can never disagree.
+func (c *Config) Check() error {
+	s, err := c.settings()
+	if err != nil {
+		return err
+	}
+	return core.Check(s)
+}
+
 // settings validates the configuration into the core's Settings.
 func (c *Config) settings() (core.Settings, error) {
 	var s core.Settings

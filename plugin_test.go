@@ -83,6 +83,38 @@ func TestNewRejectsBadValues(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.field) || !strings.Contains(err.Error(), tt.value) {
 				t.Errorf("error %q does not name %s and %q", err, tt.field, tt.value)
 			}
+			// Check, what the provider plugin checks its presets with, refuses it with
+			// New's own message.
+			if checkErr := c.Check(); checkErr == nil || checkErr.Error() != err.Error() {
+				t.Errorf("Check: err = %v, want New's %q", checkErr, err)
+			}
+		})
+	}
+}
+
+// TestCheckAcceptsWhatNewAccepts: a configuration New builds, Check passes, a shared
+// store's URL included (Check dials nothing).
+func TestCheckAcceptsWhatNewAccepts(t *testing.T) {
+	tests := []struct {
+		desc string
+		set  func(c *Config)
+	}{
+		{desc: "empty", set: func(c *Config) {}},
+		{desc: "admin with access", set: func(c *Config) {
+			c.Admin.Path = "/_weir"
+			c.Admin.Allow = []string{"127.0.0.1/32"}
+		}},
+		{desc: "a store nobody listens on", set: func(c *Config) { c.Store.URL = "redis://127.0.0.1:1/0" }},
+		{desc: "a cluster", set: func(c *Config) { c.Store.URL = "redis-cluster://127.0.0.1:1,127.0.0.1:2/" }},
+		{desc: "limiter slots, as ExampleConfig_Check", set: func(c *Config) { c.Limiter.MaxConcurrent = "8" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := CreateConfig()
+			tc.set(c)
+			if err := c.Check(); err != nil {
+				t.Errorf("Check: %v, want nil", err)
+			}
 		})
 	}
 }

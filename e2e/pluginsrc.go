@@ -16,6 +16,10 @@ import (
 // plugins-local/src/ and what the static configuration names.
 const ModuleName = fixture.Module
 
+// ProviderModuleName is the provider plugin's module name in Traefik's static configuration:
+// its directory in the same tree, where its own .traefik.yml is.
+const ProviderModuleName = ModuleName + "/provider"
+
 // fallbackManifest stands in for .traefik.yml while the repository has none, so the harness
 // can load the plugin at all; Traefik refuses a local plugin without a manifest.
 const fallbackManifest = `displayName: Weir
@@ -32,7 +36,7 @@ func RepoRoot() (string, error) { return fixture.Root() }
 // CopyPlugin lays out the plugin source of the repository at root where Traefik's local
 // plugin mode reads it: workDir/plugins-local/src/<module>/. It copies what Traefik loads and
 // nothing else: go.mod, go.sum, .traefik.yml, the root package's and core/'s non-test .go
-// files (testdata skipped), and vendor/.
+// files (testdata skipped), provider/'s non-test .go files and its .traefik.yml, and vendor/.
 func CopyPlugin(root, workDir string) error {
 	dst := filepath.Join(workDir, "plugins-local", "src", filepath.FromSlash(ModuleName))
 	if err := os.MkdirAll(dst, 0o755); err != nil {
@@ -62,6 +66,12 @@ func CopyPlugin(root, workDir string) error {
 	}
 	if err := copyTree(filepath.Join(root, "core"), filepath.Join(dst, "core"), isPluginSource); err != nil {
 		return fmt.Errorf("copy plugin: core: %w", err)
+	}
+	// The provider plugin, loaded from the same tree under its own module name
+	// (ProviderModuleName): its package and its manifest.
+	providerFiles := func(name string) bool { return isPluginSource(name) || name == ".traefik.yml" }
+	if err := copyTree(filepath.Join(root, "provider"), filepath.Join(dst, "provider"), providerFiles); err != nil {
+		return fmt.Errorf("copy plugin: provider: %w", err)
 	}
 	everything := func(string) bool { return true }
 	if err := copyTree(filepath.Join(root, "vendor"), filepath.Join(dst, "vendor"), everything); err != nil {

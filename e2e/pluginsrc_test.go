@@ -42,8 +42,10 @@ func TestPluginTreeHoldsNoTestCode(t *testing.T) {
 				t.Fatalf("laying out the plugin: %v", err)
 			}
 			tree := filepath.Join(dst, "plugins-local", "src", filepath.FromSlash(ModuleName))
-			if _, err := os.Stat(filepath.Join(tree, "plugin.go")); err != nil {
-				t.Fatalf("the tree lacks plugin.go: %v", err)
+			for _, name := range []string{"plugin.go", "provider/.traefik.yml", "provider/provider.go", "vendor/github.com/traefik/genconf/dynamic/config.go"} {
+				if _, err := os.Stat(filepath.Join(tree, filepath.FromSlash(name))); err != nil {
+					t.Errorf("the tree lacks %s: %v", name, err)
+				}
 			}
 			for _, problem := range testCodeIn(t, tree) {
 				t.Errorf("%s", problem)
@@ -91,4 +93,50 @@ func testCodeIn(t *testing.T, tree string) []string {
 		t.Fatalf("walking %s: %v", tree, err)
 	}
 	return problems
+}
+
+// TestMiddlewareImportsNoGenconf: the middleware's import graph (the root package and every
+// package of Weir's it reaches) never reaches github.com/traefik/genconf, which only the
+// provider plugin imports. Needs no Traefik.
+func TestMiddlewareImportsNoGenconf(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	seen := map[string]bool{ModuleName: true}
+	queue := []string{ModuleName}
+	fset := token.NewFileSet()
+	for len(queue) > 0 {
+		pkg := queue[0]
+		queue = queue[1:]
+		dir := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(pkg, ModuleName), "/")))
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", pkg, err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if strings.HasPrefix(p, "github.com/traefik/genconf") {
+					t.Errorf("%s (%s) imports %s: only the provider plugin may", pkg, name, p)
+				}
+				if strings.HasPrefix(p, ModuleName+"/") && !seen[p] {
+					seen[p] = true
+					queue = append(queue, p)
+				}
+			}
+		}
+	}
+	if seen[ProviderModuleName] {
+		t.Errorf("the middleware's packages import %s", ProviderModuleName)
+	}
+	t.Logf("%d packages of Weir in the middleware's import graph", len(seen))
 }

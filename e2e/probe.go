@@ -85,6 +85,13 @@ func (tr *Traefik) routersEnabled() (bool, error) {
 	if err != nil {
 		return false, nil
 	}
+	// The provider plugin publishes on its own, maybe after the file provider: routers that
+	// reference its presets are judged once its configuration is in.
+	for _, name := range providerPresets(tr.opts.Provider) {
+		if _, ok := middlewares[name+"@plugin-"+ProviderAlias]; !ok {
+			return false, nil
+		}
+	}
 	var want []string
 	for _, r := range tr.dyn.Routes {
 		want = append(want, "router "+r.Name)
@@ -233,4 +240,14 @@ func (tr *Traefik) get(url string) (int, []byte, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, body, err
+}
+
+// providerPresets lists the names of the presets of a provider plugin block.
+func providerPresets(block map[string]interface{}) []string {
+	presets, _ := block["presets"].(map[string]interface{})
+	names := make([]string, 0, len(presets))
+	for name := range presets {
+		names = append(names, name)
+	}
+	return names
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -56,6 +58,14 @@ type Options struct {
 	// X-Forwarded-For) of its clients, all on 127.0.0.1, so that a test can speak for
 	// clients of other addresses. False: Traefik drops them and sets its own.
 	TrustForwarded bool
+	// Provider is the block of Weir's provider plugin, as an operator writes it under
+	// providers.plugin.<ProviderAlias> (presets, admin, middleware); nil: the provider plugin
+	// is not loaded.
+	Provider map[string]interface{}
+	// WebMiddlewares are middlewares every router of the web entry point goes through
+	// (entryPoints.web.http.middlewares), such as a preset of the provider plugin
+	// ("weir-api@plugin-weirp"); nil: none.
+	WebMiddlewares []string
 }
 
 func (o Options) withDefaults() Options {
@@ -171,7 +181,21 @@ func (tr *Traefik) prepare() error {
 	tr.LogPath = filepath.Join(tr.Dir, "traefik.log")
 	tr.OutPath = filepath.Join(tr.Dir, "traefik.out")
 	tr.client = newClient()
-	static := staticConfig(web, api, tr.opts.LogLevel, tr.LogPath, tr.dynDir, tr.opts.TrustForwarded)
+	provider, plugin, err := providerStatic(tr.opts.Provider)
+	if err != nil {
+		return err
+	}
+	static := staticConfig(web, api, tr.opts.LogLevel, tr.LogPath, tr.dynDir, tr.opts.TrustForwarded, provider, plugin)
+	if len(tr.opts.WebMiddlewares) > 0 {
+		// The web entry point's section opens with its address; its http section goes
+		// right after it, JSON read as a YAML flow sequence.
+		mws, err := json.Marshal(tr.opts.WebMiddlewares)
+		if err != nil {
+			return err
+		}
+		addr := fmt.Sprintf("    address: \"127.0.0.1:%d\"\n", web)
+		static = strings.Replace(static, addr, addr+"    http:\n      middlewares: "+string(mws)+"\n", 1)
+	}
 	if err := os.WriteFile(filepath.Join(tr.Dir, "traefik.yml"), []byte(static), 0o644); err != nil {
 		return err
 	}
@@ -188,8 +212,8 @@ func (tr *Traefik) failStart(err error) error {
 // the dynamic directory, and Weir as a local plugin that must load (abortOnPluginFailure).
 // The provider throttle is off so a reload is applied as soon as the file changes; a short
 // grace period keeps Stop quick. trust makes the web entry point trust 127.0.0.1's
-// forwarded headers.
-func staticConfig(web, api int, level, logPath, dynDir string, trust bool) string {
+// forwarded headers. provider and plugin, from providerStatic, add Weir's provider plugin.
+func staticConfig(web, api int, level, logPath, dynDir string, trust bool, provider, plugin string) string {
 	forwarded := ""
 	if trust {
 		forwarded = `
@@ -222,13 +246,34 @@ providers:
   providersThrottleDuration: 0s
   file:
     directory: %q
-    watch: true
+    watch: true%s
 experimental:
   abortOnPluginFailure: true
   localPlugins:
     %s:
-      moduleName: %s
-`, web, forwarded, api, level, logPath, dynDir, PluginName, ModuleName)
+      moduleName: %s%s
+`, web, forwarded, api, level, logPath, dynDir, provider, PluginName, ModuleName, plugin)
+}
+
+// ProviderAlias is the alias Weir's provider plugin is declared under in the harness's
+// static configuration (experimental.localPlugins.weirp): its presets are published as
+// <name>@plugin-weirp.
+const ProviderAlias = "weirp"
+
+// providerStatic is what loads Weir's provider plugin with block: its entry under
+// providers (provider) and under experimental.localPlugins (plugin), both "" for a nil
+// block. The block is written as JSON, which YAML reads as a flow mapping.
+func providerStatic(block map[string]interface{}) (provider, plugin string, err error) {
+	if block == nil {
+		return "", "", nil
+	}
+	data, err := json.Marshal(block)
+	if err != nil {
+		return "", "", fmt.Errorf("provider block: %w", err)
+	}
+	provider = fmt.Sprintf("\n  plugin:\n    %s: %s", ProviderAlias, data)
+	plugin = fmt.Sprintf("\n    %s:\n      moduleName: %s", ProviderAlias, ProviderModuleName)
+	return provider, plugin, nil
 }
 
 // Apply replaces the dynamic configuration and returns once Traefik serves it: the marker

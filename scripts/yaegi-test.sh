@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Weir's tests under Yaegi v0.16.1, the interpreter Traefik runs the plugin in.
-# Usage: scripts/yaegi-test.sh [package dir ...]   (default: the root package, every core package
-# and the test-only packages under internal/ that core's tests import)
+# Usage: scripts/yaegi-test.sh [package dir ...]   (default: the root package, every core package,
+# the provider plugin and the test-only packages under internal/ that core's tests import)
 # Env:   YAEGI_TEST_FLAGS  flags for yaegi test (-run, -bench, -benchtime, -v)
 #        YAEGI_WRAP        a command that runs yaegi (scripts/yaegi-cost.sh's valgrind)
 #
@@ -23,7 +23,7 @@ mkdir -p "$gopath/src/$(dirname "$module")"
 ln -s "$root" "$gopath/src/$module"
 
 if [ $# -eq 0 ]; then
-  set -- .
+  set -- . provider
   while IFS= read -r d; do set -- "$@" "$d"; done < <(cd "$root" && find core internal -name '*_test.go' -printf '%h\n' | sort -u)
 fi
 

@@ -19,6 +19,11 @@ require (
 require github.com/mna/redisc v1.4.0 // indirect
 
 require (
+	github.com/BurntSushi/toml v1.4.0 // indirect
+	github.com/mna/redisc v1.4.0 // indirect
+)
+
+require (
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/gomodule/redigo v1.9.3 // indirect
