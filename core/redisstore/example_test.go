@@ -21,5 +21,5 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// <nil>
-	// store.url: "ftp://x": scheme must be redis, rediss, redis-cluster or rediss-cluster
+	// store.url: "ftp://x": scheme must be redis, rediss, redis-cluster, rediss-cluster, redis-sentinel or rediss-sentinel
 }
