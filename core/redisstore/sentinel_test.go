@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -238,5 +239,56 @@ func TestSentinelFailover(t *testing.T) {
 	got, err := st.Get(ctx, "http://h/after19")
 	if err != nil || got == nil {
 		t.Errorf("Get after the switch = %v, %v; want the entry", got, err)
+	}
+}
+
+// TestSentinelReadOnlyReply: a store sending its commands to a replica (as to a primary
+// demoted without its connections broken) is refused with READONLY, asks the sentinels
+// again, and goes back to the primary they name.
+func TestSentinelReadOnlyReply(t *testing.T) {
+	setup := redistest.StartSentinel(t, 1, 1)
+	st := newStore(t, Settings{URL: setup.URL(), Timeout: time.Second})
+	e := sampleEntry(time.Now())
+	if err := st.Set(testCtx(t), "http://h/a", e); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	// The watcher, asking the sentinels as it subscribes, may move the store back first.
+	var err error
+	for i := 0; i < 5; i++ {
+		st.follow(setup.Replicas[0].Addr)
+		if err = st.Set(testCtx(t), "http://h/b", e); err != nil {
+			break
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "READONLY") {
+		t.Fatalf("Set on the replica: err = %v, want READONLY", err)
+	}
+	waitFor(t, "the store back on the primary", func() bool { return st.Primary() == setup.Primary.Addr })
+	if err := st.Set(testCtx(t), "http://h/b", e); err != nil {
+		t.Fatalf("Set after the store followed the sentinels: %v", err)
+	}
+}
+
+// TestSentinelClose: Close ends the subscription to the sentinels' announcements.
+func TestSentinelClose(t *testing.T) {
+	setup := redistest.StartSentinel(t, 0, 1)
+	st, err := New(Settings{URL: setup.URL(), Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	sentinel := setup.Sentinels[0]
+	subscribers := func() int {
+		reply, err := sentinel.Do("CLIENT", "LIST", "TYPE", "pubsub")
+		if err != nil {
+			t.Fatalf("CLIENT LIST: %v", err)
+		}
+		text, _ := reply.(string)
+		return strings.Count(text, "sub=1")
+	}
+	waitFor(t, "the store subscribed", func() bool { return subscribers() == 1 })
+	st.Close()
+	waitFor(t, "the subscription ended", func() bool { return subscribers() == 0 })
+	if err := st.Ping(testCtx(t)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Ping after Close = %v, want ErrClosed", err)
 	}
 }

@@ -194,7 +194,7 @@ func parseURL(raw string) (server, error) {
 		return srv, fmt.Errorf("store.url: not a URL: %w", err)
 	}
 	fail := func(format string, args ...interface{}) (server, error) {
-		shown := strings.Replace(u.Redacted(), clusterPlaceholder, nodes, 1)
+		shown := strings.Replace(redacted(u), clusterPlaceholder, nodes, 1)
 		return server{}, fmt.Errorf("store.url: %q: %s", shown, fmt.Sprintf(format, args...))
 	}
 	switch u.Scheme {
@@ -320,6 +320,19 @@ func parseURL(raw string) (server, error) {
 	}
 	srv.tls = tlsConfig
 	return srv, nil
+}
+
+// redacted is u as errors show it: its password, and the sentinels' (the sentinelPassword
+// option), replaced with xxxxx.
+func redacted(u *url.URL) string {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil || q.Get("sentinelPassword") == "" {
+		return u.Redacted()
+	}
+	q.Set("sentinelPassword", "xxxxx")
+	shown := *u
+	shown.RawQuery = q.Encode()
+	return shown.Redacted()
 }
 
 // nodeAddr reads one host[:port] of a URL into host:port, the port def when none is given.

@@ -77,6 +77,8 @@ func TestSettingsErrors(t *testing.T) {
 		{desc: "bad database", s: Settings{URL: "redis://cache/x"}, want: `store.url: "redis://cache/x": database "/x" must be a number, as in /2`},
 		{desc: "negative database", s: Settings{URL: "redis://cache/-1"}, want: `store.url: "redis://cache/-1": database "/-1" must be a number, as in /2`},
 		{desc: "user without password", s: Settings{URL: "redis://alice@cache"}, want: `store.url: "redis://alice@cache": user "alice" needs a password`},
+		{desc: "sentinel without a master name", s: Settings{URL: "redis-sentinel://s1,s2:26380"}, want: `store.url: "redis-sentinel://s1,s2:26380": needs the name the sentinels monitor the primary by, as in redis-sentinel://host:26379/mymaster`},
+		{desc: "sentinel password redacted", s: Settings{URL: "redis-sentinel://:secret@s1/m/x?sentinelPassword=other"}, want: `store.url: "redis-sentinel://:xxxxx@s1/m/x?sentinelPassword=xxxxx": database "/x" must be a number, as in /m/2`},
 		{desc: "password redacted", s: Settings{URL: "redis://:secret@cache/x"}, want: `store.url: "redis://:xxxxx@cache/x": database "/x" must be a number, as in /2`},
 		{desc: "not a URL", s: Settings{URL: "redis://:secret@cache:port:x"}, want: `store.url: not a URL: invalid port ":x" after host`},
 		{desc: "TLS option without TLS", s: Settings{URL: "redis://cache?insecureSkipVerify=true"}, want: `store.url: "redis://cache?insecureSkipVerify=true": option insecureSkipVerify needs the rediss, rediss-cluster or rediss-sentinel scheme`},
