@@ -88,6 +88,12 @@ func (s *Store) resolve(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("sentinels: %s", strings.Join(failures, "; "))
 }
 
+// resolveTimeout bounds a resolve off the request path: Timeout for each sentinel, so that
+// one that does not answer leaves the others their time.
+func (s *Store) resolveTimeout() time.Duration {
+	return time.Duration(len(s.srv.nodes)) * s.timeout
+}
+
 // askSentinel asks the sentinel at addr where the primary is.
 func (s *Store) askSentinel(ctx context.Context, addr string) (string, error) {
 	c, err := s.dialSentinel(ctx, addr)
@@ -177,7 +183,7 @@ func (s *Store) followSoon() {
 	go func() {
 		// A panic must not reach Traefik from a goroutine of Weir's.
 		defer func() { recover() }()
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), s.resolveTimeout())
 		defer cancel()
 		addr, err := s.resolve(ctx)
 		if err == nil {
@@ -251,7 +257,7 @@ func (s *Store) watchOnce(addr string) (heard bool, err error) {
 	}
 	heard = true
 	// Asked once subscribed, so that a move between the two is not missed.
-	ctx, cancel = context.WithTimeout(context.Background(), s.timeout)
+	ctx, cancel = context.WithTimeout(context.Background(), s.resolveTimeout())
 	primary, err := s.resolve(ctx)
 	cancel()
 	if err == nil {
