@@ -292,3 +292,16 @@ func TestSentinelClose(t *testing.T) {
 		t.Errorf("Ping after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestSentinelsAway asserts what ExampleStore_Primary shows (yaegi test runs no Examples):
+// New succeeds with no sentinel answering, and no primary is known.
+func TestSentinelsAway(t *testing.T) {
+	st := newStore(t, Settings{URL: "redis-sentinel://127.0.0.1:1,127.0.0.1:2/mymaster/0", Timeout: 100 * time.Millisecond})
+	if got := st.Primary(); got != "" {
+		t.Errorf("Primary() = %q with no sentinel answering, want none", got)
+	}
+	err := st.Ping(testCtx(t))
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1: ") || !strings.Contains(err.Error(), "127.0.0.1:2: ") {
+		t.Errorf("Ping = %v, want an error naming both sentinels", err)
+	}
+}
