@@ -10,13 +10,32 @@ import (
 )
 
 // TestRedisSentinelFailover: two Traefiks share a primary named by its sentinels
-// (store.url redis-sentinel://); answers are shared. The primary is killed under load: no
-// client sees an error (each instance keeps what it fetches in local memory while the store
-// is lost), the sentinels promote the replica, both instances follow, the near cache tracks
-// the new primary, and answers are shared again, entries written before the kill read from
-// the promoted replica.
+// (store.url redis-sentinel://); answers are shared. Under load, the primary is killed (each
+// instance keeps what it fetches in local memory while the store is lost), or an operator
+// asks the sentinels for a failover (SENTINEL FAILOVER, the primary demoted): no client sees
+// an error, the sentinels promote the replica, both instances follow, the near cache tracks
+// the new primary, and answers are shared again, entries written before the failover read
+// from the promoted replica.
 func TestRedisSentinelFailover(t *testing.T) {
 	requireE2ERedis(t)
+	tests := []struct {
+		desc  string
+		fault func(s *RedisSentinel) error
+	}{
+		{desc: "primary killed", fault: func(s *RedisSentinel) error { return s.Primary.Kill() }},
+		{desc: "failover requested", fault: func(s *RedisSentinel) error {
+			_, err := s.Sentinels[0].Do("SENTINEL", "FAILOVER", sentinelMaster)
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) { sentinelFailover(t, tc.fault) })
+	}
+}
+
+// sentinelFailover is TestRedisSentinelFailover with fault making the sentinels promote the
+// replica.
+func sentinelFailover(t *testing.T, fault func(s *RedisSentinel) error) {
 	bin := requireRedis(t)
 	s, err := StartRedisSentinel(bin, t.TempDir(), 1, 2)
 	if err != nil {
@@ -57,8 +76,8 @@ func TestRedisSentinelFailover(t *testing.T) {
 	var promoted time.Duration
 	f := faultLoad(t, []*Traefik{a, b}, keys, bodies, func() {
 		sleepUntil(began, time.Second)
-		if err := s.Primary.Kill(); err != nil {
-			t.Errorf("kill the primary: %v", err)
+		if err := fault(s); err != nil {
+			t.Errorf("failover: %v", err)
 		}
 		killed := time.Now()
 		for s.Master() == old || s.Master() == "" {
@@ -70,7 +89,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 		}
 		promoted = time.Since(killed)
 	})
-	t.Logf("load: %d clients, %v: %d requests served, %d client errors, %d hits; the sentinels named %s %v after the kill",
+	t.Logf("load: %d clients, %v: %d requests served, %d client errors, %d hits; the sentinels named %s %v after the fault",
 		faultClients, f.elapsed.Round(time.Millisecond), f.requests, f.errors, f.hits, s.Master(), promoted.Round(time.Millisecond))
 	t.Logf("second by second: %s", f.timeline())
 	if f.errors != 0 {
