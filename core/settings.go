@@ -108,8 +108,9 @@ type Settings struct {
 	// MissRate is the miss-rate detector (FR-MR-1, FR-MR-2); by default it only reports.
 	MissRate missrate.Settings
 
-	// StoreURL is a redis:// or rediss:// URL of a store shared by every Traefik instance.
-	// Empty: process memory.
+	// StoreURL is the URL of a store shared by every Traefik instance: a single server
+	// (redis://, rediss://), a Redis Cluster (redis-cluster://) or the primary Redis Sentinel
+	// monitors (redis-sentinel://); see redisstore.Settings.URL. Empty: process memory.
 	StoreURL string
 	// StoreKeyPrefix prefixes every key in the shared store. Empty: "weir:".
 	StoreKeyPrefix string

@@ -61,6 +61,9 @@ type RedisOptions struct {
 	StartTimeout time.Duration
 	// Args are more redis-server arguments (a cluster node's).
 	Args []string
+	// ConfigFile, when set, is the configuration file redis-server is given before its
+	// arguments (a sentinel's, which it rewrites).
+	ConfigFile string
 }
 
 func (o RedisOptions) withDefaults() RedisOptions {
@@ -162,6 +165,9 @@ func (r *Redis) start() error {
 		"--daemonize", "no",
 		"--dir", r.ropts.Dir,
 		"--logfile", r.LogPath,
+	}
+	if r.ropts.ConfigFile != "" {
+		args = append([]string{r.ropts.ConfigFile}, args...)
 	}
 	cmd := exec.Command(r.ropts.Binary, append(args, r.ropts.Args...)...)
 	cmd.Dir = r.ropts.Dir

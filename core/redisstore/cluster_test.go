@@ -56,7 +56,7 @@ func TestParseClusterURLErrors(t *testing.T) {
 		{desc: "bad port", url: "redis-cluster://a:7000,b:x/", want: `store.url: "redis-cluster://a:7000,b:x/": port "x" out of range`},
 		{desc: "empty node", url: "redis-cluster://a:7000,/", want: `store.url: "redis-cluster://a:7000,/": node "" needs a host`},
 		{desc: "password redacted", url: "redis-cluster://:secret@a,b/3", want: `store.url: "redis-cluster://:xxxxx@a,b/3": a cluster has database 0 only`},
-		{desc: "list without the cluster scheme", url: "redis://a:1,b:2/", want: `one host only; a list of nodes takes the redis-cluster scheme`},
+		{desc: "list without the cluster scheme", url: "redis://a:1,b:2/", want: `one host only; a list of nodes takes the redis-cluster or redis-sentinel scheme`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -21,5 +21,21 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// <nil>
-	// store.url: "ftp://x": scheme must be redis, rediss, redis-cluster or rediss-cluster
+	// store.url: "ftp://x": scheme must be redis, rediss, redis-cluster, rediss-cluster, redis-sentinel or rediss-sentinel
+}
+
+func ExampleStore_Primary() {
+	// A primary named by its sentinels: none is known before they are first asked, and
+	// New asks them in the background, so it succeeds while they are away.
+	st, err := New(Settings{URL: "redis-sentinel://127.0.0.1:1,127.0.0.1:2/mymaster/0"})
+	fmt.Println(err)
+	defer st.Close()
+	fmt.Printf("%q\n", st.Primary())
+
+	_, err = New(Settings{URL: "redis-sentinel://127.0.0.1:26379/"})
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// ""
+	// store.url: "redis-sentinel://127.0.0.1:26379/": needs the name the sentinels monitor the primary by, as in redis-sentinel://host:26379/mymaster
 }

@@ -116,16 +116,22 @@ func (s *Store) track() {
 		if wasLive {
 			retry = trackRetry
 		}
+		moved := false
 		select {
 		case <-s.done:
 			return
+		case <-s.moved:
+			// The primary moved (sentinel.go): tracking is tried there at once.
+			moved = true
 		case <-time.After(retry):
 		}
 		// Yaegi's select can wake without its case being ready (docs/yaegi.md): check again.
 		if s.isClosed() {
 			return
 		}
-		if retry *= 2; retry > trackMaxRetry {
+		if moved {
+			retry = trackRetry
+		} else if retry *= 2; retry > trackMaxRetry {
 			retry = trackMaxRetry
 		}
 	}
@@ -138,6 +144,7 @@ func (s *Store) trackOnce() (live bool, err error) {
 	if s.cluster != nil {
 		return s.trackCluster()
 	}
+	moves := s.movesSeen()
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	c, err := s.dial(ctx)
 	cancel()
@@ -150,6 +157,11 @@ func (s *Store) trackOnce() (live bool, err error) {
 	}
 	defer s.setTrackConns(nil)
 	defer c.Close()
+	if s.movesSeen() != moves {
+		// Dialled the primary a move left behind, which did not see this connection to
+		// break it (follow).
+		return live, errPrimaryMoved
+	}
 	if err := s.subscribeTracking(c); err != nil {
 		return live, err
 	}

@@ -50,12 +50,21 @@ func (s *Store) resetPool(p *redis.Pool) {
 // own runs on a goroutine bounded only by its handshake timeout), and AUTH and SELECT go
 // through statusReply, without which their "OK" is an error under Yaegi.
 func (s *Store) dial(ctx context.Context) (redis.Conn, error) {
+	if s.srv.sentinel {
+		return s.dialPrimary(ctx)
+	}
 	return s.dialAddr(ctx, s.srv.addr)
 }
 
-// dialAddr is dial to addr, one node of a cluster; its certificate is checked for its own
-// host unless the URL named a serverName.
+// dialAddr is dial to addr, one node of a cluster or the primary the sentinels name; its
+// certificate is checked for its own host unless the URL named a serverName.
 func (s *Store) dialAddr(ctx context.Context, addr string) (redis.Conn, error) {
+	return s.dialAs(ctx, addr, s.srv.user, s.srv.password, s.srv.db)
+}
+
+// dialAs is dialAddr authenticating as user with password (none when password is empty),
+// and selecting db.
+func (s *Store) dialAs(ctx context.Context, addr, user, password string, db int) (redis.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	d := net.Dialer{KeepAlive: keepAlive}
@@ -65,7 +74,7 @@ func (s *Store) dialAddr(ctx context.Context, addr string) (redis.Conn, error) {
 	}
 	if s.srv.tls != nil {
 		conf := s.srv.tls
-		if s.srv.cluster && !s.srv.serverName {
+		if (s.srv.cluster || s.srv.sentinel) && !s.srv.serverName {
 			host, _, _ := net.SplitHostPort(addr)
 			conf = conf.Clone()
 			conf.ServerName = host
@@ -78,18 +87,18 @@ func (s *Store) dialAddr(ctx context.Context, addr string) (redis.Conn, error) {
 		nc = tc
 	}
 	c := redis.NewConn(nc, 0, s.timeout)
-	if s.srv.password != "" {
-		args := []interface{}{s.srv.password}
-		if s.srv.user != "" {
-			args = []interface{}{s.srv.user, s.srv.password}
+	if password != "" {
+		args := []interface{}{password}
+		if user != "" {
+			args = []interface{}{user, password}
 		}
 		if err := expect(ctx, c, "OK", "AUTH", args...); err != nil {
 			c.Close()
 			return nil, err
 		}
 	}
-	if s.srv.db != 0 {
-		if err := expect(ctx, c, "OK", "SELECT", s.srv.db); err != nil {
+	if db != 0 {
+		if err := expect(ctx, c, "OK", "SELECT", db); err != nil {
 			c.Close()
 			return nil, err
 		}

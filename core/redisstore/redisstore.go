@@ -50,6 +50,9 @@ type Store struct {
 	// asked for one, in Unix nanoseconds.
 	layoutGen   int64
 	refreshedAt int64
+	// resolvedAt is when a failure last asked the sentinels where the primary is, in Unix
+	// nanoseconds (sentinel.go).
+	resolvedAt int64
 	// unreadable counts stored entries that could not be decoded.
 	unreadable int64
 
@@ -64,11 +67,17 @@ type Store struct {
 	onInvalid func(key string, err error)
 	// done closes with the Store, to stop the tracking goroutine.
 	done chan struct{}
+	// moved wakes the tracking goroutine when the primary moved (sentinel.go).
+	moved chan struct{}
 
-	// mu guards replacing the pool, closed and trackConns.
+	// mu guards replacing the pool, closed, trackConns, and with Redis Sentinel the
+	// primary's address, the count of its moves and the sentinel connection listened on.
 	mu         sync.Mutex
 	closed     bool
 	trackConns []redis.Conn
+	primary    string
+	moves      int64
+	watchConn  redis.Conn
 }
 
 var _ store.Store = (*Store)(nil)
@@ -96,10 +105,14 @@ func New(s Settings) (*Store, error) {
 		onNear:      s.OnNearChange,
 		onInvalid:   s.OnInvalid,
 		done:        make(chan struct{}),
+		moved:       make(chan struct{}, 1),
 	}
 	st.pool.Store(st.newPool())
 	if srv.cluster {
 		st.cluster = st.newCluster()
+	}
+	if srv.sentinel {
+		go st.watchSentinels()
 	}
 	if s.NearMaxSize > 0 {
 		st.near = store.NewMemory(store.MemorySettings{MaxSize: s.NearMaxSize, MaxEntrySize: int64(s.MaxEntrySize)})
@@ -253,6 +266,9 @@ func (s *Store) Close() error {
 		// Breaks the tracking goroutine's wait for a message.
 		c.Close()
 	}
+	if s.watchConn != nil {
+		s.watchConn.Close()
+	}
 	p := s.pool.Load().(*redis.Pool)
 	s.mu.Unlock()
 	if s.cluster != nil {
@@ -298,10 +314,16 @@ func (s *Store) doOnce(ctx context.Context, cmd string, args []interface{}, next
 		if s.isClosed() {
 			return nil, false, ErrClosed
 		}
+		if s.srv.sentinel {
+			s.primaryFailed(err, true)
+		}
 		// A pool replaced (and closed) since it was loaded refuses; the new one may not.
 		return nil, s.pool.Load().(*redis.Pool) != p, err
 	}
 	reply, broken, err := sendOn(c, timeout, cmd, args, next)
+	if err != nil && s.srv.sentinel {
+		s.primaryFailed(err, broken)
+	}
 	if !broken {
 		return reply, false, err
 	}

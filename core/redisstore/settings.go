@@ -22,6 +22,7 @@ const (
 	DefaultIdleTimeout  = 5 * time.Minute
 	DefaultTimeout      = time.Second
 	defaultPort         = "6379"
+	defaultSentinelPort = "26379"
 )
 
 // Settings configures a Store.
@@ -35,7 +36,13 @@ type Settings struct {
 	// redis-cluster://[[user]:password@]host1[:port],host2[:port]/ (rediss-cluster:// for
 	// TLS, each node's certificate checked for its own host unless serverName is given)
 	// names a Redis Cluster by some of its nodes, from which the others are found
-	// (cluster.go); a cluster has database 0 only. Required.
+	// (cluster.go); a cluster has database 0 only.
+	// redis-sentinel://[[user]:password@]sentinel1[:port],sentinel2[:port]/master[/db]
+	// (rediss-sentinel:// for TLS to the sentinels and the data nodes) names the primary
+	// that Redis Sentinel monitors as master, asked of the sentinels in turn and followed
+	// through failovers (sentinel.go). Sentinel ports default to 26379; user and password
+	// authenticate to the data nodes, the options sentinelUser and sentinelPassword to
+	// the sentinels. Required.
 	URL string
 	// KeyPrefix is put before every cache key, so that Weir's keys keep apart from others in
 	// the same database. Empty: DefaultKeyPrefix.
@@ -126,20 +133,29 @@ type server struct {
 	// first of them).
 	cluster bool
 	nodes   []string
+	// sentinel is set for a primary found through Redis Sentinel: nodes are the sentinels,
+	// master the name they monitor it by, and sentinelUser and sentinelPassword
+	// authenticate to them.
+	sentinel         bool
+	master           string
+	sentinelUser     string
+	sentinelPassword string
 	// serverName is set when the URL named the name to check certificates for; a cluster's
-	// nodes are checked for their own hosts otherwise.
+	// or a sentinel setup's nodes are checked for their own hosts otherwise.
 	serverName bool
 }
 
 // URL schemes.
 const (
-	schemePlain      = "redis"
-	schemeTLS        = "rediss"
-	schemeCluster    = "redis-cluster"
-	schemeClusterTLS = "rediss-cluster"
+	schemePlain       = "redis"
+	schemeTLS         = "rediss"
+	schemeCluster     = "redis-cluster"
+	schemeClusterTLS  = "rediss-cluster"
+	schemeSentinel    = "redis-sentinel"
+	schemeSentinelTLS = "rediss-sentinel"
 )
 
-// clusterPlaceholder stands for a cluster URL's list of nodes while net/url parses the rest,
+// clusterPlaceholder stands for a cluster's or sentinels' list of nodes while net/url parses the rest,
 // since it refuses a host list ("[::1]:7000,[::1]:7001").
 const clusterPlaceholder = "cluster.invalid"
 
@@ -163,8 +179,12 @@ func splitNodes(raw string) (string, string) {
 func parseURL(raw string) (server, error) {
 	var srv server
 	nodes := ""
-	if lower := strings.ToLower(raw); strings.HasPrefix(lower, schemeCluster+"://") || strings.HasPrefix(lower, schemeClusterTLS+"://") {
-		raw, nodes = splitNodes(raw)
+	lower := strings.ToLower(raw)
+	for _, scheme := range []string{schemeCluster, schemeClusterTLS, schemeSentinel, schemeSentinelTLS} {
+		if strings.HasPrefix(lower, scheme+"://") {
+			raw, nodes = splitNodes(raw)
+			break
+		}
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -174,33 +194,42 @@ func parseURL(raw string) (server, error) {
 		return srv, fmt.Errorf("store.url: not a URL: %w", err)
 	}
 	fail := func(format string, args ...interface{}) (server, error) {
-		shown := strings.Replace(u.Redacted(), clusterPlaceholder, nodes, 1)
+		shown := strings.Replace(redacted(u), clusterPlaceholder, nodes, 1)
 		return server{}, fmt.Errorf("store.url: %q: %s", shown, fmt.Sprintf(format, args...))
 	}
 	switch u.Scheme {
 	case schemePlain, schemeTLS:
 	case schemeCluster, schemeClusterTLS:
 		srv.cluster = true
+	case schemeSentinel, schemeSentinelTLS:
+		srv.sentinel = true
 	default:
-		return fail("scheme must be redis, rediss, redis-cluster or rediss-cluster")
+		return fail("scheme must be redis, rediss, redis-cluster, rediss-cluster, redis-sentinel or rediss-sentinel")
 	}
-	if u.Opaque != "" || u.Hostname() == "" || (srv.cluster && nodes == "") {
-		return fail("needs a host, as in %s://host:6379", u.Scheme)
+	many := srv.cluster || srv.sentinel
+	port := defaultPort
+	if srv.sentinel {
+		port = defaultSentinelPort
 	}
-	if !srv.cluster {
+	if u.Opaque != "" || u.Hostname() == "" || (many && nodes == "") {
+		return fail("needs a host, as in %s://host:%s", u.Scheme, port)
+	}
+	if !many {
 		nodes = u.Host
 	}
 	for _, node := range strings.Split(nodes, ",") {
-		addr, err := nodeAddr(node)
+		addr, err := nodeAddr(node, port)
 		if err != nil {
 			return fail("%v", err)
 		}
 		srv.nodes = append(srv.nodes, addr)
 	}
-	if !srv.cluster && len(srv.nodes) != 1 {
-		return fail("one host only; a list of nodes takes the redis-cluster scheme")
+	if !many && len(srv.nodes) != 1 {
+		return fail("one host only; a list of nodes takes the redis-cluster or redis-sentinel scheme")
 	}
-	srv.addr = srv.nodes[0]
+	if !srv.sentinel {
+		srv.addr = srv.nodes[0]
+	}
 
 	if u.User != nil {
 		srv.user = u.User.Username()
@@ -210,12 +239,28 @@ func parseURL(raw string) (server, error) {
 		}
 	}
 
-	switch u.Path {
+	dbPath := u.Path
+	if srv.sentinel {
+		// /master[/db]
+		name := strings.TrimPrefix(u.Path, "/")
+		dbPath = ""
+		if i := strings.IndexByte(name, '/'); i >= 0 {
+			name, dbPath = name[:i], name[i:]
+		}
+		if name == "" {
+			return fail("needs the name the sentinels monitor the primary by, as in %s://host:26379/mymaster", u.Scheme)
+		}
+		srv.master = name
+	}
+	switch dbPath {
 	case "", "/":
 	default:
-		db, err := strconv.Atoi(u.Path[1:])
-		if err != nil || db < 0 || u.Path[0] != '/' {
-			return fail("database %q must be a number, as in /2", u.Path)
+		db, err := strconv.Atoi(dbPath[1:])
+		if err != nil || db < 0 || dbPath[0] != '/' {
+			if srv.sentinel {
+				return fail("database %q must be a number, as in /%s/2", dbPath, srv.master)
+			}
+			return fail("database %q must be a number, as in /2", dbPath)
 		}
 		srv.db = db
 	}
@@ -228,14 +273,27 @@ func parseURL(raw string) (server, error) {
 		return fail("query: %v", err)
 	}
 	var tlsConfig *tls.Config
-	if u.Scheme == schemeTLS || u.Scheme == schemeClusterTLS {
-		host, _, _ := net.SplitHostPort(srv.addr)
+	switch u.Scheme {
+	case schemeTLS, schemeClusterTLS, schemeSentinelTLS:
+		host, _, _ := net.SplitHostPort(srv.nodes[0])
 		tlsConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
 	}
 	for name, vs := range q {
 		v := vs[len(vs)-1]
+		switch name {
+		case "sentinelUser", "sentinelPassword":
+			if !srv.sentinel {
+				return fail("option %s needs the redis-sentinel or rediss-sentinel scheme", name)
+			}
+			if name == "sentinelUser" {
+				srv.sentinelUser = v
+			} else {
+				srv.sentinelPassword = v
+			}
+			continue
+		}
 		if tlsConfig == nil {
-			return fail("option %s needs the rediss or rediss-cluster scheme", name)
+			return fail("option %s needs the rediss, rediss-cluster or rediss-sentinel scheme", name)
 		}
 		switch name {
 		case "caFile":
@@ -257,12 +315,28 @@ func parseURL(raw string) (server, error) {
 			return fail("unknown option %s (want caFile, serverName or insecureSkipVerify)", name)
 		}
 	}
+	if srv.sentinelUser != "" && srv.sentinelPassword == "" {
+		return fail("sentinelUser %q needs a sentinelPassword", srv.sentinelUser)
+	}
 	srv.tls = tlsConfig
 	return srv, nil
 }
 
-// nodeAddr reads one host[:port] of a URL into host:port, the port 6379 when none is given.
-func nodeAddr(node string) (string, error) {
+// redacted is u as errors show it: its password, and the sentinels' (the sentinelPassword
+// option), replaced with xxxxx.
+func redacted(u *url.URL) string {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil || q.Get("sentinelPassword") == "" {
+		return u.Redacted()
+	}
+	q.Set("sentinelPassword", "xxxxx")
+	shown := *u
+	shown.RawQuery = q.Encode()
+	return shown.Redacted()
+}
+
+// nodeAddr reads one host[:port] of a URL into host:port, the port def when none is given.
+func nodeAddr(node, def string) (string, error) {
 	host, port := node, ""
 	if i := strings.LastIndexByte(node, ':'); i >= 0 && i > strings.LastIndexByte(node, ']') {
 		host, port = node[:i], node[i+1:]
@@ -272,7 +346,7 @@ func nodeAddr(node string) (string, error) {
 		return "", fmt.Errorf("node %q needs a host", node)
 	}
 	if port == "" {
-		port = defaultPort
+		port = def
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", fmt.Errorf("port %q out of range", port)

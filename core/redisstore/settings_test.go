@@ -69,17 +69,19 @@ func TestSettingsErrors(t *testing.T) {
 		s    Settings
 		want string
 	}{
-		{desc: "empty URL", s: Settings{}, want: `store.url: "": scheme must be redis, rediss, redis-cluster or rediss-cluster`},
-		{desc: "wrong scheme", s: Settings{URL: "ftp://x"}, want: `store.url: "ftp://x": scheme must be redis, rediss, redis-cluster or rediss-cluster`},
+		{desc: "empty URL", s: Settings{}, want: `store.url: "": scheme must be redis, rediss, redis-cluster, rediss-cluster, redis-sentinel or rediss-sentinel`},
+		{desc: "wrong scheme", s: Settings{URL: "ftp://x"}, want: `store.url: "ftp://x": scheme must be redis, rediss, redis-cluster, rediss-cluster, redis-sentinel or rediss-sentinel`},
 		{desc: "no host", s: Settings{URL: "redis:///2"}, want: `store.url: "redis:///2": needs a host, as in redis://host:6379`},
 		{desc: "opaque", s: Settings{URL: "redis:cache"}, want: `store.url: "redis:cache": needs a host, as in redis://host:6379`},
 		{desc: "bad port", s: Settings{URL: "redis://cache:99999"}, want: `store.url: "redis://cache:99999": port "99999" out of range`},
 		{desc: "bad database", s: Settings{URL: "redis://cache/x"}, want: `store.url: "redis://cache/x": database "/x" must be a number, as in /2`},
 		{desc: "negative database", s: Settings{URL: "redis://cache/-1"}, want: `store.url: "redis://cache/-1": database "/-1" must be a number, as in /2`},
 		{desc: "user without password", s: Settings{URL: "redis://alice@cache"}, want: `store.url: "redis://alice@cache": user "alice" needs a password`},
+		{desc: "sentinel without a master name", s: Settings{URL: "redis-sentinel://s1,s2:26380"}, want: `store.url: "redis-sentinel://s1,s2:26380": needs the name the sentinels monitor the primary by, as in redis-sentinel://host:26379/mymaster`},
+		{desc: "sentinel password redacted", s: Settings{URL: "redis-sentinel://:secret@s1/m/x?sentinelPassword=other"}, want: `store.url: "redis-sentinel://:xxxxx@s1/m/x?sentinelPassword=xxxxx": database "/x" must be a number, as in /m/2`},
 		{desc: "password redacted", s: Settings{URL: "redis://:secret@cache/x"}, want: `store.url: "redis://:xxxxx@cache/x": database "/x" must be a number, as in /2`},
 		{desc: "not a URL", s: Settings{URL: "redis://:secret@cache:port:x"}, want: `store.url: not a URL: invalid port ":x" after host`},
-		{desc: "TLS option without TLS", s: Settings{URL: "redis://cache?insecureSkipVerify=true"}, want: `store.url: "redis://cache?insecureSkipVerify=true": option insecureSkipVerify needs the rediss or rediss-cluster scheme`},
+		{desc: "TLS option without TLS", s: Settings{URL: "redis://cache?insecureSkipVerify=true"}, want: `store.url: "redis://cache?insecureSkipVerify=true": option insecureSkipVerify needs the rediss, rediss-cluster or rediss-sentinel scheme`},
 		{desc: "unknown option", s: Settings{URL: "rediss://cache?verify=no"}, want: `store.url: "rediss://cache?verify=no": unknown option verify (want caFile, serverName or insecureSkipVerify)`},
 		{desc: "bad bool", s: Settings{URL: "rediss://cache?insecureSkipVerify=maybe"}, want: `store.url: "rediss://cache?insecureSkipVerify=maybe": insecureSkipVerify "maybe" must be true or false`},
 		{desc: "missing CA file", s: Settings{URL: "rediss://cache?caFile=" + filepath.Join(dir, "none.pem")}, want: "no such file"},

@@ -37,6 +37,9 @@ type Config struct {
 	// TLS serves RESP over TLS only, with a self-signed certificate made for the test; the
 	// server's plain port is closed.
 	TLS bool
+	// ConfigText, when set, is written to redis.conf in the server's directory and given to
+	// redis-server as its configuration file (a sentinel's must be a file it can rewrite).
+	ConfigText string
 }
 
 // Server is a running redis-server.
@@ -99,6 +102,14 @@ func Start(t testing.TB, cfg Config) *Server {
 		s.args = append(s.args, "--port", strconv.Itoa(port))
 	}
 	s.args = append(s.args, cfg.Args...)
+	if cfg.ConfigText != "" {
+		conf := filepath.Join(s.dir, "redis.conf")
+		if err := os.WriteFile(conf, []byte(cfg.ConfigText), 0o600); err != nil {
+			t.Fatalf("writing the redis-server configuration: %v", err)
+		}
+		// The file comes first, before the options.
+		s.args = append([]string{conf}, s.args...)
+	}
 	s.args = append([]string{bin}, s.args...)
 	s.start()
 	t.Cleanup(s.Stop)

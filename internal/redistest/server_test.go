@@ -44,3 +44,18 @@ func TestServer(t *testing.T) {
 		})
 	}
 }
+
+func TestSentinel(t *testing.T) {
+	st := StartSentinel(t, 1, 2)
+	if got := st.Master(t); got != st.Primary.Addr {
+		t.Fatalf("master = %s, want the primary %s", got, st.Primary.Addr)
+	}
+	st.Primary.MustDo("SET", "k", "v")
+	now := st.Failover(t)
+	if now != st.Replicas[0].Addr {
+		t.Fatalf("master after a failover = %s, want the replica %s", now, st.Replicas[0].Addr)
+	}
+	if got := st.Replicas[0].MustDo("GET", "k"); got != "v" {
+		t.Errorf("GET k on the new primary = %v, want v", got)
+	}
+}
