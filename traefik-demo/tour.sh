@@ -113,11 +113,14 @@ sleep 0.2
 echo "Weir's events:"
 events 'breaker_opened|breaker_half_open|breaker_closed' 3
 
-step "8. An origin's 429 with Retry-After reaches the client as it is: not stored, not retried, not a failure"
+step "8. An origin that says stop is obeyed: its 429 with Retry-After opens that host's breaker for as long"
+echo "/busy answers 429 with Retry-After: 7, on its own host (busy.localhost), whose breaker it opens:"
 before=$(origin /busy)
-show headers "$web/busy"
-show headers "$web/busy"
-echo "origin calls for /busy: $(( $(origin /busy) - before )) for 2 requests"
+show headers -H 'Host: busy.localhost' "$web/busy?tour=$tour"
+show headers -H 'Host: busy.localhost' "$web/busy?tour=$tour&n=2"
+echo "origin calls for /busy: $(( $(origin /busy) - before )) for 2 requests; the other hosts still flow:"
+show headers "$web/item?tour=$tour&id=busy"
+events 'breaker_opened' 1
 
 if curl -fsS -o /dev/null "http://127.0.0.1:8090/_weir/api/state" 2>/dev/null; then
   step "9. One cache for two Traefik instances (Redis)"
