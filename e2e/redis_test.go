@@ -464,22 +464,7 @@ func TestRedisFaults(t *testing.T) {
 				p = newFaultProxy(t, rd.Addr)
 				url = p.URL(0)
 			}
-			o := newOrigin(t)
-			var keys []string
-			bodies := make(map[string]string)
-			for i := 0; i < 3; i++ {
-				key := fmt.Sprintf("/fault/k%d", i)
-				body := body1K(key)
-				keys = append(keys, key)
-				bodies[key] = body
-				o.Handle(key, func(w http.ResponseWriter, r *http.Request) {
-					time.Sleep(faultOriginDelay)
-					w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-					w.Header().Set("Cache-Control", "max-age=2")
-					io.WriteString(w, body)
-				})
-			}
-			o.Handle("/fault/recover", answer("max-age=60", "recovered"))
+			o, keys, bodies := slowKeysOrigin(t, "fault", "max-age=2")
 			a, b := startPair(t, o, cachedRoute("fault", "/fault", "weir-fault", redisConfig(url)))
 
 			// Warm: the keys stored through A and hits on B before the fault.
@@ -788,4 +773,27 @@ func TestRedisReloadsDoNotLeak(t *testing.T) {
 	}
 	clients, _ := rd.Do("CLIENT", "LIST")
 	t.Logf("goroutines: %d before %d reloads, %d after; redis clients at the end: %d", before, reloads, after, strings.Count(clients, "\n")+1)
+}
+
+// slowKeysOrigin is an origin with three 1 KiB answers under /name/k0 to k2, each taking
+// faultOriginDelay and stored for cc, and /name/recover; keys are their paths, bodies their
+// answers by path.
+func slowKeysOrigin(t *testing.T, name, cc string) (o *Origin, keys []string, bodies map[string]string) {
+	t.Helper()
+	o = newOrigin(t)
+	bodies = make(map[string]string)
+	for i := 0; i < 3; i++ {
+		key := fmt.Sprintf("/%s/k%d", name, i)
+		body := body1K(key)
+		keys = append(keys, key)
+		bodies[key] = body
+		o.Handle(key, func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(faultOriginDelay)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", cc)
+			io.WriteString(w, body)
+		})
+	}
+	o.Handle("/"+name+"/recover", answer("max-age=60", "recovered"))
+	return o, keys, bodies
 }

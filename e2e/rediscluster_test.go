@@ -17,25 +17,7 @@ const clusterPaths = 24
 // are hits on B; a PURGE through A makes the next GET on B a miss, the near cache told by
 // the primary holding the key.
 func TestRedisClusterShared(t *testing.T) {
-	requireE2ERedis(t)
-	bin := requireRedis(t)
-	c, err := StartRedisCluster(bin, t.TempDir(), 3, 1)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	stopAtEnd(t, "redis cluster", func() string { return c.LogTail(10) }, c.Close)
-	o := newOrigin(t)
-	var paths []string
-	for i := 0; i < clusterPaths; i++ {
-		path := fmt.Sprintf("/cluster/p%d", i)
-		o.Handle(path, versioned())
-		paths = append(paths, path)
-	}
-	o.Handle("/cluster/recover", answer("max-age=60", "recovered"))
-	a, b := startPair(t, o, cachedRoute("cluster", "/cluster", "weir-cluster", redisConfig(c.URL())))
-	// The near cache tracks every primary, from inside Traefik.
-	waitLogged(t, a, "A", "near_cache_back", 1, nil)
-	waitLogged(t, b, "B", "near_cache_back", 1, nil)
+	c, o, paths, a, b := clusterPair(t, "cluster", 1)
 	waitShared(t, a, b, "/cluster/recover")
 
 	for _, path := range paths {
@@ -84,24 +66,7 @@ const failoverWithin = 30 * time.Second
 // are hits on both instances (read from the promoted replica), the near cache tracks the new
 // primaries, and answers are shared again.
 func TestRedisClusterFailover(t *testing.T) {
-	requireE2ERedis(t)
-	bin := requireRedis(t)
-	c, err := StartRedisCluster(bin, t.TempDir(), 3, 1)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	stopAtEnd(t, "redis cluster", func() string { return c.LogTail(10) }, c.Close)
-	o := newOrigin(t)
-	var paths []string
-	for i := 0; i < clusterPaths; i++ {
-		path := fmt.Sprintf("/failover/p%d", i)
-		o.Handle(path, versioned())
-		paths = append(paths, path)
-	}
-	o.Handle("/failover/recover", answer("max-age=60", "recovered"))
-	a, b := startPair(t, o, cachedRoute("failover", "/failover", "weir-failover", redisConfig(c.URL())))
-	waitLogged(t, a, "A", "near_cache_back", 1, nil)
-	waitLogged(t, b, "B", "near_cache_back", 1, nil)
+	c, o, paths, a, b := clusterPair(t, "failover", 1)
 	for _, path := range paths {
 		callT(t, a, http.MethodGet, path)
 		wantHit(t, "GET "+path+" on B before the failover", callT(t, b, http.MethodGet, path))
@@ -169,6 +134,32 @@ func TestRedisClusterFailover(t *testing.T) {
 
 // tookOver tells whether node sees the primary at addr failed and its slots held by
 // another node.
+// clusterPair starts a Redis Cluster of three primaries with replicas replicas each, an
+// origin with clusterPaths versioned paths under /name/ (and /name/recover), and two
+// Traefiks sharing the cluster through the route /name, once the near cache of each
+// tracks every primary (from inside Traefik).
+func clusterPair(t *testing.T, name string, replicas int) (c *RedisCluster, o *Origin, paths []string, a, b *Traefik) {
+	t.Helper()
+	requireE2ERedis(t)
+	bin := requireRedis(t)
+	c, err := StartRedisCluster(bin, t.TempDir(), 3, replicas)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	stopAtEnd(t, "redis cluster", func() string { return c.LogTail(10) }, c.Close)
+	o = newOrigin(t)
+	for i := 0; i < clusterPaths; i++ {
+		path := fmt.Sprintf("/%s/p%d", name, i)
+		o.Handle(path, versioned())
+		paths = append(paths, path)
+	}
+	o.Handle("/"+name+"/recover", answer("max-age=60", "recovered"))
+	a, b = startPair(t, o, cachedRoute(name, "/"+name, "weir-"+name, redisConfig(c.URL())))
+	waitLogged(t, a, "A", "near_cache_back", 1, nil)
+	waitLogged(t, b, "B", "near_cache_back", 1, nil)
+	return c, o, paths, a, b
+}
+
 func tookOver(node *Redis, addr string) bool {
 	nodes, err := node.Do("CLUSTER", "NODES")
 	if err != nil {
@@ -212,23 +203,7 @@ func takeover(t *testing.T, c *RedisCluster, id string) {
 // both instances without a second origin fetch: read from its new node, through MOVED and,
 // while its slot migrated, ASK.
 func TestRedisClusterReshard(t *testing.T) {
-	requireE2ERedis(t)
-	bin := requireRedis(t)
-	c, err := StartRedisCluster(bin, t.TempDir(), 3, 0)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	stopAtEnd(t, "redis cluster", func() string { return c.LogTail(10) }, c.Close)
-	o := newOrigin(t)
-	var paths []string
-	for i := 0; i < clusterPaths; i++ {
-		path := fmt.Sprintf("/reshard/p%d", i)
-		o.Handle(path, versioned())
-		paths = append(paths, path)
-	}
-	a, b := startPair(t, o, cachedRoute("reshard", "/reshard", "weir-reshard", redisConfig(c.URL())))
-	waitLogged(t, a, "A", "near_cache_back", 1, nil)
-	waitLogged(t, b, "B", "near_cache_back", 1, nil)
+	c, o, paths, a, b := clusterPair(t, "reshard", 0)
 	for _, path := range paths {
 		callT(t, a, http.MethodGet, path)
 		wantHit(t, "GET "+path+" on B before the reshard", callT(t, b, http.MethodGet, path))

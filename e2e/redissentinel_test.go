@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -42,22 +40,7 @@ func sentinelFailover(t *testing.T, fault func(s *RedisSentinel) error) {
 		t.Fatalf("%v", err)
 	}
 	stopAtEnd(t, "redis sentinel", func() string { return s.LogTail(15) }, s.Close)
-	o := newOrigin(t)
-	var keys []string
-	bodies := make(map[string]string)
-	for i := 0; i < 3; i++ {
-		key := fmt.Sprintf("/sentinel/k%d", i)
-		body := body1K(key)
-		keys = append(keys, key)
-		bodies[key] = body
-		o.Handle(key, func(w http.ResponseWriter, r *http.Request) {
-			time.Sleep(faultOriginDelay)
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Header().Set("Cache-Control", "max-age=60")
-			io.WriteString(w, body)
-		})
-	}
-	o.Handle("/sentinel/recover", answer("max-age=60", "recovered"))
+	o, keys, bodies := slowKeysOrigin(t, "sentinel", "max-age=60")
 	a, b := startPair(t, o, cachedRoute("sentinel", "/sentinel", "weir-sentinel", redisConfig(s.URL())))
 	waitLogged(t, a, "A", "near_cache_back", 1, nil)
 	waitLogged(t, b, "B", "near_cache_back", 1, nil)

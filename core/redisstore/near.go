@@ -168,6 +168,13 @@ func (s *Store) trackOnce() (live bool, err error) {
 	s.nearStart()
 	live = true
 
+	return live, s.listen(c, s.invalidate)
+}
+
+// listen pings c, a connection that receives pushes (tracking invalidations, a sentinel's
+// messages), and hands each push to handle until c fails (errTrackClosed once the store is
+// closed).
+func (s *Store) listen(c redis.Conn, handle func(reply interface{})) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	go s.ping(c, stop)
@@ -175,11 +182,11 @@ func (s *Store) trackOnce() (live bool, err error) {
 		reply, err := redis.ReceiveWithTimeout(c, trackSilence)
 		if err != nil {
 			if s.isClosed() {
-				return live, errTrackClosed
+				return errTrackClosed
 			}
-			return live, err
+			return err
 		}
-		s.invalidate(reply)
+		handle(reply)
 	}
 }
 

@@ -264,20 +264,13 @@ func (s *Store) watchOnce(addr string) (heard bool, err error) {
 		s.follow(primary)
 	}
 
-	stop := make(chan struct{})
-	defer close(stop)
-	go s.ping(c, stop)
-	for {
-		reply, err := redis.ReceiveWithTimeout(c, trackSilence)
-		if err != nil {
-			if s.isClosed() {
-				return heard, errTrackClosed
-			}
-			return heard, err
-		}
-		if primary := s.switched(reply); primary != "" {
-			s.follow(primary)
-		}
+	return heard, s.listen(c, s.onSwitch)
+}
+
+// onSwitch follows the primary a +switch-master message names for the store's master.
+func (s *Store) onSwitch(reply interface{}) {
+	if primary := s.switched(reply); primary != "" {
+		s.follow(primary)
 	}
 }
 
