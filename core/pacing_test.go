@@ -137,10 +137,10 @@ func TestPacingOpenBreakerFirst(t *testing.T) {
 // TestPaceOf: a host finds its own entry, else its nearest domain's, whatever its case, port
 // or final dot.
 func TestPaceOf(t *testing.T) {
-	p, err := newPacing([]Pace{
+	p, err := buildPaceTable(nil, pacesByName([]Pace{
 		{Name: "feeds.example.com", Rate: budget.Rate{N: 1, Per: time.Second}},
 		{Name: "example.com", Rate: budget.Rate{N: 2, Per: time.Second}},
-	}, time.Second, nil)
+	}), nil, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
