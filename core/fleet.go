@@ -69,7 +69,7 @@ type fleet struct {
 	// pacing is the middleware's, which lives longer than the group.
 	pacing *pacing
 	now    func() time.Time
-	logger    func(string)
+	logger func(string)
 
 	// mu guards the fields below.
 	mu sync.Mutex
@@ -79,7 +79,7 @@ type fleet struct {
 	// shared is the overrides as the record stood when last applied, sharedPacing the paces.
 	shared       map[string]string
 	sharedPacing map[string]string
-	stop   chan struct{}
+	stop         chan struct{}
 	// countsPublished says that the counts record holds this instance's counts.
 	countsPublished bool
 }
