@@ -168,7 +168,10 @@ func TestOperatorPaceOverConfig(t *testing.T) {
 // and changes nothing.
 func TestOperatorPaceRefused(t *testing.T) {
 	s, _ := operatorPacing(newFakeClock(), nil, nil)
-	h := newTestHandler(t, s, countingOrigin(t, nil))
+	// The origin in a variable first: Yaegi v0.16.1 cannot pass a call's result straight as
+	// an http.Handler (docs/yaegi.md).
+	o := countingOrigin(t, nil)
+	h := newTestHandler(t, s, o)
 	tests := []struct {
 		desc, body string
 		want       string
