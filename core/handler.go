@@ -409,7 +409,9 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 // host without pacing behind closed breakers still takes the fast path, written out once
 // more in passFree; the others take passGated, the gate in full.
 func passOff(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
-	if atomic.LoadInt32(h.paced) == 0 || !breaker.AllClosed(h.e.breakers) || paceOf(paces(h.pacing), r.Host) != nil {
+	// Not pacing's on: pass found it or a breaker not closed, and with every breaker closed
+	// a host finds no pace while pacing is off.
+	if !breaker.AllClosed(h.e.breakers) || paceOf(h.pacing, r.Host) != nil {
 		passGated(h, w, r, part, cacheStatus)
 		return
 	}

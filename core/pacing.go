@@ -231,16 +231,18 @@ func (p *pacing) entries() []paceEntry {
 	return out
 }
 
-// paceOf is host's entry: its own, else that of the nearest domain above it; nil for none.
-// It runs for every pass-through request while pacing is on, so it makes few calls: a port
-// is cut by hand rather than with net.SplitHostPort, whose error allocates.
-func paceOf(p *paceTable, host string) *budget.Table {
+// paceOf is host's entry in the paces in force: its own, else that of the nearest domain
+// above it; nil for none. It runs for every pass-through request while pacing is on, so it
+// makes few calls: the table is loaded here rather than by a call of paces, and a port is
+// cut by hand rather than with net.SplitHostPort, whose error allocates.
+func paceOf(p *pacing, host string) *budget.Table {
+	t := p.current.Load().(*paceTable)
 	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host[i:], ']') < 0 {
 		host = host[:i]
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	for {
-		if tb := p.byName[host]; tb != nil {
+		if tb := t.byName[host]; tb != nil {
 			return tb
 		}
 		i := strings.IndexByte(host, '.')
@@ -256,8 +258,7 @@ func paceOf(p *paceTable, host string) *budget.Table {
 // at once. A wait is no failure of the origin and is recorded with no breaker; a probe's
 // permit is given back when the request is refused.
 func paceTurn(h *Handler, t *ticket, ctx context.Context, host string, way int) *refusal {
-	pt := paces(h.pacing)
-	tb := paceOf(pt, host)
+	tb := paceOf(h.pacing, host)
 	if tb == nil {
 		return nil
 	}
@@ -269,7 +270,7 @@ func paceTurn(h *Handler, t *ticket, ctx context.Context, host string, way int) 
 		}
 	} else if wait, ok := budget.Reserve(tb, "", now); !ok {
 		f = &refusal{paced: wait}
-	} else if wait > 0 && !waitTurn(ctx, pt, wait) {
+	} else if wait > 0 && !waitTurn(ctx, paces(h.pacing), wait) {
 		f = &refusal{shed: limit.ErrContextDone}
 	}
 	if f != nil && t.permit.Probe {

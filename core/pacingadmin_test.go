@@ -234,7 +234,7 @@ func TestFleetSharesPaces(t *testing.T) {
 	if got := rateOf(pb, "feeds.example"); got != "2/1s" {
 		t.Fatalf("B after A set 2/1s: %q", got)
 	}
-	if paceOf(paces(pb), "www.feeds.example") == nil || paceOf(paces(pb), "example.org") == nil {
+	if paceOf(pb, "www.feeds.example") == nil || paceOf(pb, "example.org") == nil {
 		t.Errorf("B paces %v, want feeds.example and its configured example.org", paces(pb).rates)
 	}
 	// B changes it, on what it has applied so far; A follows.
@@ -261,7 +261,7 @@ func TestFleetSharesPaces(t *testing.T) {
 	if got := rateOf(pb, "feeds.example") + rateOf(pc, "feeds.example"); got != "" {
 		t.Errorf("B and C after A cleared: %q, want none", got)
 	}
-	if paceOf(paces(pb), "feeds.example") != nil || paceOf(paces(pb), "example.org") == nil {
+	if paceOf(pb, "feeds.example") != nil || paceOf(pb, "example.org") == nil {
 		t.Errorf("B paces %v after the clear, want the configured example.org only", paces(pb).rates)
 	}
 }
