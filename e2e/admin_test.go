@@ -215,8 +215,9 @@ func TestAdminPacing(t *testing.T) {
 	}
 	tr := startTraefik(t, o, cachedRoute("adp", "/adp/", "weir-adp", conf))
 	post := map[string]string{"Authorization": "Bearer " + adminTestToken, "Content-Type": "application/json"}
-	// round sends n requests for host at once, and returns the gaps between their arrivals.
-	round := func(what string) []time.Duration {
+	// round sends n requests for host at once, and returns the gaps between their arrivals;
+	// detail is the Cache-Status detail each must carry ("": any).
+	round := func(what, detail string) []time.Duration {
 		t.Helper()
 		mu.Lock()
 		arrivals = nil
@@ -230,6 +231,9 @@ func TestAdminPacing(t *testing.T) {
 					tr.URL(fmt.Sprintf("/adp/feed/%d", i)), map[string]string{"Host": host})
 				if err != nil || r.status != http.StatusOK {
 					t.Errorf("%s, request %d: %d (Cache-Status %q) %v, want 200", what, i, r.status, r.header.Get("Cache-Status"), err)
+				}
+				if got := r.cacheStatus().params["detail"]; detail != "" && got != detail {
+					t.Errorf("%s, request %d: Cache-Status %q, want detail=%s", what, i, r.header.Get("Cache-Status"), detail)
 				}
 			}(i)
 		}
@@ -248,7 +252,7 @@ func TestAdminPacing(t *testing.T) {
 		return gaps
 	}
 
-	round("before, misses")
+	round("before, misses", "")
 	if r := sendBody(t, tr, "POST", "/adp/_weir/api/pacing", post, `{"name":"`+host+`","rate":"2/1s"}`); r.status != http.StatusOK {
 		t.Fatalf("set the pace: %d %q", r.status, r.body)
 	}
@@ -256,9 +260,10 @@ func TestAdminPacing(t *testing.T) {
 	if want := `{"name":"` + host + `","rate":"2/1s","origin":"operator"}`; !strings.Contains(r.body, want) {
 		t.Errorf("api/state %q lacks %s", r.body, want)
 	}
-	// The first round's answers marked their keys hit-for-pass: these are pass-through.
+	// The first round's answers marked their keys hit-for-pass: these are pass-through, whose
+	// Cache-Status says uncacheable.
 	for _, what := range []string{"paced, pass-through", "paced again"} {
-		for i, gap := range round(what) {
+		for i, gap := range round(what, "uncacheable") {
 			// 2/1s: one every 500ms; a little less for the clocks' and the scheduler's slack.
 			if gap < 450*time.Millisecond {
 				t.Errorf("%s: arrivals %d and %d at the origin %v apart, want at least 500ms (2/1s)", what, i, i+1, gap)
@@ -269,7 +274,7 @@ func TestAdminPacing(t *testing.T) {
 		t.Fatalf("clear the pace: %d %q", r.status, r.body)
 	}
 	var spread time.Duration
-	for _, gap := range round("cleared") {
+	for _, gap := range round("cleared", "uncacheable") {
 		spread += gap
 	}
 	if spread >= 450*time.Millisecond {
