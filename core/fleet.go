@@ -17,10 +17,10 @@ import (
 // sharing the store within fleetEvery: each instance reads a control record of the
 // middleware's from the store once a fleetEvery and applies what changed. The record holds
 // the overrides and declared keys as they stand, the operator's paces as they stand, and the
-// last fleetActionsKept opens and closes by hand, each with a sequence number. Writing it is a read, a change and a write: two operators acting
-// on two instances in the same instant may lose one of the two actions (the page shows the
-// outcome; act again). Instances that start later apply the overrides and skip opens whose
-// deadline has passed.
+// last fleetActionsKept opens and closes by hand, each with a sequence number. Writing it is
+// a read, a change and a write: two operators acting on two instances in the same instant
+// may lose one of the two actions (the page shows the outcome; act again). Instances that
+// start later apply the overrides and paces and skip opens whose deadline has passed.
 
 const (
 	// fleetEvery is how often an instance reads the control record: twice within the second
@@ -58,8 +58,8 @@ type fleetRecord struct {
 }
 
 // fleet shares one breaker group's operator actions and the operator's paces, and the
-// group's window counts (fleetcounts.go). Its zero stop channel means no loop runs (process memory: nothing to
-// share).
+// group's window counts (fleetcounts.go). Its zero stop channel means no loop runs (process
+// memory: nothing to share).
 type fleet struct {
 	key string
 	// countsKey is the counts record's key, id this instance's name in it (fleetcounts.go).
