@@ -363,11 +363,11 @@ func (c *Config) budgets(s *core.Settings) error {
 	}
 	for _, v := range splitList(c.Pacing) {
 		i := strings.IndexByte(v, '=')
-		name := ""
+		name, ok := "", false
 		if i > 0 {
-			name = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(v[:i]), "."))
+			name, ok = core.PaceName(v[:i])
 		}
-		if name == "" || strings.ContainsAny(name, "/:= ") {
+		if !ok {
 			return fmt.Errorf("%w: pacing: %q must be host=rate, such as \"feeds.example.com=3/10s\"", errConfig, v)
 		}
 		rate, err := parseRate("pacing", v[i+1:])

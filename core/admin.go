@@ -11,6 +11,8 @@ import (
 
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/budget"
+	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/missrate"
 )
@@ -87,7 +89,24 @@ func (o operator) State(now time.Time) admin.State {
 	st.Limiter = o.limiterView()
 	st.Anomalies = e.anomalies.current(now)
 	st.Store = o.storeView()
+	st.Pacing = paceView(e.pacing)
 	return st
+}
+
+// paceView lists the paces in force, by name.
+func paceView(p *pacing) []admin.Pace {
+	var out []admin.Pace
+	for _, e := range p.entries() {
+		v := admin.Pace{Name: e.name, Rate: e.rate.String(), Origin: admin.OriginConfig}
+		if e.byOperator {
+			v.Origin = admin.OriginOperator
+			if e.configured.N > 0 {
+				v.Configured = e.configured.String()
+			}
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func breakerView(b breaker.Status, now time.Time) admin.Breaker {
@@ -253,6 +272,56 @@ func (o operator) DeclareBreaker(key string) error {
 		return err
 	}
 	return shared(o.e.breakerSync.fleet.publishDeclare(key))
+}
+
+// paceName reads the name of a pace an operator sets or clears, as pacing does.
+func paceName(name string) (string, error) {
+	n, ok := PaceName(name)
+	if !ok {
+		return "", fmt.Errorf("name: %q is not a host or domain such as \"feeds.example.com\"", name)
+	}
+	return n, nil
+}
+
+// configuredRate is what a pacing event names as the configuration's rate for name.
+func configuredRate(p *pacing, name string) string {
+	p.mu.Lock()
+	r, ok := p.configured[name]
+	p.mu.Unlock()
+	if !ok {
+		return "off"
+	}
+	return r.String()
+}
+
+func (o operator) SetPace(name, rate string) error {
+	name, err := paceName(name)
+	if err != nil {
+		return err
+	}
+	r, err := budget.ParseRate(rate)
+	if err != nil {
+		return fmt.Errorf("rate: %q is not a rate such as \"3/10s\" (N/10s, N/1s or N/1m)", rate)
+	}
+	if err := o.e.pacing.setOperator(name, r); err != nil {
+		return err
+	}
+	o.e.events.current().Emit(events.PacingSet, events.Str("name", name), events.Str("rate", r.String()),
+		events.Str("configured", configuredRate(o.e.pacing, name)))
+	return shared(o.e.breakerSync.fleet.publishPace(name, r, false))
+}
+
+func (o operator) ClearPace(name string) error {
+	name, err := paceName(name)
+	if err != nil {
+		return err
+	}
+	if !o.e.pacing.clearOperator(name) {
+		return fmt.Errorf("name: %q has no pace set by an operator", name)
+	}
+	o.e.events.current().Emit(events.PacingCleared, events.Str("name", name),
+		events.Str("configured", configuredRate(o.e.pacing, name)))
+	return shared(o.e.breakerSync.fleet.publishPace(name, budget.Rate{}, true))
 }
 
 // shared is the error of sharing an action that was applied here.

@@ -139,8 +139,8 @@ func TestBudgetHost(t *testing.T) {
 func TestBudgetsOffByDefault(t *testing.T) {
 	o := countingOrigin(t, nil)
 	h := newTestHandler(t, Settings{Log: discardLog}, o)
-	if h.budgets != nil || h.pacing != nil {
-		t.Fatalf("budgets %v, pacing %v; want nil with nothing configured", h.budgets, h.pacing)
+	if h.budgets != nil || *h.paced != 0 {
+		t.Fatalf("budgets %v, pacing on %d; want nil and 0 with nothing configured", h.budgets, *h.paced)
 	}
 	if front, ok := h.Front().(*Handler); !ok || front != h {
 		t.Fatalf("Front() = %T, want the handler itself with no budget set", h.Front())

@@ -31,7 +31,7 @@ func Check(s Settings) error {
 	if _, err := newAdmission(s.Admission); err != nil {
 		return err
 	}
-	if _, err := newPacing(s.Pacing, queueWait(s.Limiter.MaxQueueWait), s.Limiter.AfterFunc); err != nil {
+	if _, err := buildPaceTable(nil, pacesByName(s.Pacing), nil, queueWait(s.Limiter.MaxQueueWait), s.Limiter.AfterFunc); err != nil {
 		return err
 	}
 	if s.StoreURL == "" || s.Store != nil {

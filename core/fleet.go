@@ -9,17 +9,18 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/core/store"
 )
 
-// What an operator does to breakers through one Traefik reaches every Traefik sharing the
-// store within fleetEvery: each instance reads a control record of the middleware's from the
-// store once a fleetEvery and applies what changed. The record holds the overrides and
-// declared keys as they stand, and the last fleetActionsKept opens and closes by hand, each
-// with a sequence number. Writing it is a read, a change and a write: two operators acting
-// on two instances in the same instant may lose one of the two actions (the page shows the
-// outcome; act again). Instances that start later apply the overrides and skip opens whose
-// deadline has passed.
+// What an operator does to breakers and paces through one Traefik reaches every Traefik
+// sharing the store within fleetEvery: each instance reads a control record of the
+// middleware's from the store once a fleetEvery and applies what changed. The record holds
+// the overrides and declared keys as they stand, the operator's paces as they stand, and the
+// last fleetActionsKept opens and closes by hand, each with a sequence number. Writing it is
+// a read, a change and a write: two operators acting on two instances in the same instant
+// may lose one of the two actions (the page shows the outcome; act again). Instances that
+// start later apply the overrides and paces and skip opens whose deadline has passed.
 
 const (
 	// fleetEvery is how often an instance reads the control record: twice within the second
@@ -51,36 +52,41 @@ type fleetRecord struct {
 	// Overrides maps each overridden or declared key to its parameters as breaker.overrides
 	// writes them after the key; "" for a key declared without any.
 	Overrides map[string]string `json:"overrides"`
-	Actions   []fleetAction     `json:"actions"`
+	// Pacing maps each name an operator paces to its rate as budget.ParseRate reads it.
+	Pacing  map[string]string `json:"pacing,omitempty"`
+	Actions []fleetAction     `json:"actions"`
 }
 
-// fleet shares one breaker group's operator actions, and its window counts
-// (fleetcounts.go). Its zero stop channel means no loop runs (process memory: nothing to
-// share).
+// fleet shares one breaker group's operator actions and the operator's paces, and the
+// group's window counts (fleetcounts.go). Its zero stop channel means no loop runs (process
+// memory: nothing to share).
 type fleet struct {
 	key string
 	// countsKey is the counts record's key, id this instance's name in it (fleetcounts.go).
 	countsKey string
 	id        string
 	group     *breaker.Group
-	now       func() time.Time
-	logger    func(string)
+	// pacing is the middleware's, which lives longer than the group.
+	pacing *pacing
+	now    func() time.Time
+	logger func(string)
 
 	// mu guards the fields below.
 	mu sync.Mutex
 	st store.Store
 	// applied is the record's sequence number this instance has applied or written.
 	applied int64
-	// shared is the overrides as the record stood when last applied.
-	shared map[string]string
-	stop   chan struct{}
+	// shared is the overrides as the record stood when last applied, sharedPacing the paces.
+	shared       map[string]string
+	sharedPacing map[string]string
+	stop         chan struct{}
 	// countsPublished says that the counts record holds this instance's counts.
 	countsPublished bool
 }
 
-func newFleet(name string, group *breaker.Group, now func() time.Time) *fleet {
-	return &fleet{key: fleetKeyPrefix + name, countsKey: fleetCountsPrefix + name, id: newInstanceID(), group: group, now: now,
-		shared: map[string]string{}}
+func newFleet(name string, group *breaker.Group, p *pacing, now func() time.Time) *fleet {
+	return &fleet{key: fleetKeyPrefix + name, countsKey: fleetCountsPrefix + name, id: newInstanceID(), group: group,
+		pacing: p, now: now, shared: map[string]string{}, sharedPacing: map[string]string{}}
 }
 
 // setStore points the fleet at the shared store st (nil: none), starting or stopping its
@@ -145,6 +151,7 @@ func (f *fleet) apply(rec *fleetRecord, log func(string)) {
 	f.mu.Lock()
 	applied := f.applied
 	shared := f.shared
+	sharedPacing := f.sharedPacing
 	f.mu.Unlock()
 	if rec.Seq == applied {
 		return
@@ -174,10 +181,37 @@ func (f *fleet) apply(rec *fleetRecord, log func(string)) {
 			f.group.RemoveOverride(key)
 		}
 	}
+	f.applyPacing(rec.Pacing, sharedPacing, log)
 	f.mu.Lock()
 	f.applied = rec.Seq
 	f.shared = rec.Overrides
+	f.sharedPacing = rec.Pacing
 	f.mu.Unlock()
+}
+
+// applyPacing applies the record's paces that changed since shared, the paces as the record
+// stood when last applied.
+func (f *fleet) applyPacing(paced, shared map[string]string, log func(string)) {
+	if f.pacing == nil {
+		return
+	}
+	for name, rate := range paced {
+		if old, ok := shared[name]; ok && old == rate {
+			continue
+		}
+		r, err := budget.ParseRate(rate)
+		if err == nil {
+			err = f.pacing.setOperator(name, r)
+		}
+		if err != nil && log != nil {
+			log(fmt.Sprintf("pacing %q: the fleet's rate %q is refused here: %v", name, rate, err))
+		}
+	}
+	for name := range shared {
+		if _, ok := paced[name]; !ok {
+			f.pacing.clearOperator(name)
+		}
+	}
 }
 
 func (f *fleet) applyOverride(key, params string, log func(string)) {
@@ -211,6 +245,9 @@ func (f *fleet) read(st store.Store) (*fleetRecord, error) {
 	if rec.Overrides == nil {
 		rec.Overrides = map[string]string{}
 	}
+	if rec.Pacing == nil {
+		rec.Pacing = map[string]string{}
+	}
 	return rec, nil
 }
 
@@ -226,7 +263,7 @@ func (f *fleet) publish(change func(rec *fleetRecord)) error {
 		return err
 	}
 	if rec == nil {
-		rec = &fleetRecord{Overrides: map[string]string{}}
+		rec = &fleetRecord{Overrides: map[string]string{}, Pacing: map[string]string{}}
 	}
 	// What the others did first, so that moving past their sequence numbers skips nothing.
 	f.apply(rec, log)
@@ -253,6 +290,7 @@ func (f *fleet) publish(change func(rec *fleetRecord)) error {
 		f.applied = rec.Seq
 	}
 	f.shared = rec.Overrides
+	f.sharedPacing = rec.Pacing
 	f.mu.Unlock()
 	return nil
 }
@@ -281,5 +319,24 @@ func (f *fleet) publishOverride(key, params string, remove bool) error {
 			return
 		}
 		rec.Overrides[key] = params
+	})
+}
+
+// publishPace records name's pace at r; remove drops it. This instance applied it already,
+// and applies it again once the record is read: the record may have held an older rate for
+// name, which reading it put back.
+func (f *fleet) publishPace(name string, r budget.Rate, remove bool) error {
+	return f.publish(func(rec *fleetRecord) {
+		if remove {
+			delete(rec.Pacing, name)
+			if f.pacing != nil {
+				f.pacing.clearOperator(name)
+			}
+			return
+		}
+		rec.Pacing[name] = r.String()
+		if f.pacing != nil {
+			f.pacing.setOperator(name, r)
+		}
 	})
 }

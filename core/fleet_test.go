@@ -20,7 +20,7 @@ func TestFleetSharesOperatorActions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := newFleet("mw", g, clock.Now)
+		f := newFleet("mw", g, nil, clock.Now)
 		// The store is set by hand, not by setStore: no loop runs, the test reads.
 		f.st = shared
 		return f, g
@@ -96,7 +96,7 @@ func TestFleetIgnoresUnreadableRecord(t *testing.T) {
 	clock := newFakeClock()
 	shared := store.NewMemory(store.MemorySettings{})
 	g, _ := breaker.NewGroup(breaker.Settings{})
-	f := newFleet("mw", g, clock.Now)
+	f := newFleet("mw", g, nil, clock.Now)
 	f.st = shared
 	ent := &store.Entry{Status: 200, Body: []byte("{not json"), Born: clock.Now(), FreshUntil: clock.Now().Add(time.Hour), KeepUntil: clock.Now().Add(time.Hour)}
 	ent.Prepare()
@@ -108,7 +108,7 @@ func TestFleetIgnoresUnreadableRecord(t *testing.T) {
 		t.Fatalf("publishing over an unreadable record: %v, want it replaced", err)
 	}
 	g2, _ := breaker.NewGroup(breaker.Settings{})
-	f2 := newFleet("mw", g2, clock.Now)
+	f2 := newFleet("mw", g2, nil, clock.Now)
 	f2.st = shared
 	f2.pollOnce()
 	if ov := g2.Overrides(); len(ov) != 1 || ov[0].Key != "a.example.com" {

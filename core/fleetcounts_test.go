@@ -40,7 +40,7 @@ func TestFleetCountsOpenBothInstances(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f := newFleet("mw", g, clock.Now)
+				f := newFleet("mw", g, nil, clock.Now)
 				// The store is set by hand, not by setStore: no loop runs, the test polls.
 				f.st = tc.st
 				return f, g
@@ -85,7 +85,7 @@ func TestFleetCountsAgeOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := newFleet("mw", g, clock.Now)
+		f := newFleet("mw", g, nil, clock.Now)
 		f.st = shared
 		return f, g
 	}

@@ -83,7 +83,7 @@ func enter(h *Handler, ctx context.Context, part, host, path string, upload bool
 		}
 	}
 	// Pacing after the breaker: an open breaker wins, and a paced wait is no failure.
-	if h.pacing != nil {
+	if atomic.LoadInt32(h.paced) != 0 {
 		if f := paceTurn(h, t, ctx, host, way); f != nil {
 			return nil, f
 		}

@@ -70,19 +70,16 @@ type Handler struct {
 	notClosed *int32
 	// budgets are the request budgets, checked in front of ServeHTTP (Front); nil when off.
 	budgets *budgets
-	// pacing is the paced origins, whose requests wait for their turn in the gate; nil when
-	// none.
+	// pacing is the paced origins, whose requests wait for their turn in the gate: the
+	// engine's, which an operator may change at any time. paced is its on, which pass and
+	// enter load before anything else.
 	pacing *pacing
+	paced  *int32
 	// admission is admission control, in front of ServeHTTP (Front); nil when off. protect
 	// lists the path prefixes it takes past its limit: admission.protect and admin.path.
 	admission *admit.Controller
 	protect   []string
 }
-
-// alwaysGated stands in for the count of breakers not closed while pacing is on: pass,
-// finding it not zero, sends every request through the gate, where paced hosts wait for
-// their turn. Without pacing, pass pays nothing for it.
-var alwaysGated int32 = 1
 
 // New returns the handler of the middleware name in front of next, finding the engine that
 // earlier configurations of name built, or building it.
@@ -115,6 +112,7 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		notClosed:       breaker.NotClosed(e.breakers),
 		budgets:         e.budgets,
 		pacing:          e.pacing,
+		paced:           &e.pacing.on,
 		admission:       e.admission,
 	}
 	if h.admission != nil {
@@ -125,9 +123,6 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 	}
 	if s.AdminPath != "" {
 		h.admin = newAdmin(e, s)
-	}
-	if h.pacing != nil {
-		h.notClosed = &alwaysGated
 	}
 	// Warming goes through the last handler built: the latest settings, and a router's
 	// service as next.
@@ -387,8 +382,10 @@ func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
 // its context or two interpreted calls' frames (docs/yaegi.md). Anything else takes
 // passGated, the gate in full.
 func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
-	// breaker.AllClosed written out, with a tagged switch, whose literal case takes no slot.
-	switch atomic.LoadInt32(h.notClosed) {
+	// breaker.AllClosed written out, and pacing's on beside it (both are zero or more), with
+	// a tagged switch, whose literal case takes no slot. Pacing is loaded on every request,
+	// not only where it was configured: an operator may turn it on at any time (admin.go).
+	switch atomic.LoadInt32(h.notClosed) + atomic.LoadInt32(h.paced) {
 	case 0:
 	default:
 		// A call with passGated's arguments, so that pass's frame is as without pacing.
@@ -408,11 +405,13 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 	h.next.ServeHTTP(w, r)
 }
 
-// passOff is pass when its fast path is off: a breaker that is not closed, or pacing on
-// (alwaysGated). A host without pacing behind closed breakers still takes the fast path,
-// written out once more in passFree; the others take passGated, the gate in full.
+// passOff is pass when its fast path is off: a breaker that is not closed, or pacing on. A
+// host without pacing behind closed breakers still takes the fast path, written out once
+// more in passFree; the others take passGated, the gate in full.
 func passOff(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
-	if h.pacing == nil || !breaker.AllClosed(h.e.breakers) || paceOf(h.pacing, r.Host) != nil {
+	// Not pacing's on: pass found it or a breaker not closed, and with every breaker closed
+	// a host finds no pace while pacing is off.
+	if !breaker.AllClosed(h.e.breakers) || paceOf(h.pacing, r.Host) != nil {
 		passGated(h, w, r, part, cacheStatus)
 		return
 	}

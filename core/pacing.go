@@ -3,7 +3,10 @@ package core
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/budget"
@@ -14,10 +17,17 @@ import (
 // evenly, one every period/N, each waiting for its turn in the gate (at most
 // limiter.maxQueueWait) after the breaker has let it through. A turn is a core/budget
 // bucket without a burst, booked ahead by Reserve.
+//
+// An operator sets, changes and clears paces through the admin (admin.go); a pace set so wins
+// over the configuration's for its name until cleared, survives reloads, and reaches the
+// other instances sharing the store through the control record (fleet.go).
 
 // detailPaced is the Cache-Status detail and the shed reason of a request whose turn lay
 // past limiter.maxQueueWait.
 const detailPaced = "paced"
+
+// operatorPacesMax bounds the paces an operator may set on one middleware.
+const operatorPacesMax = 256
 
 // Pace is one entry of pacing: a host, or a domain and every host under it, and its rate.
 type Pace struct {
@@ -27,39 +37,212 @@ type Pace struct {
 	Rate budget.Rate
 }
 
-// pacing holds a table of one bucket for each entry, by name.
+// PaceName reads the name of a pacing entry as pacing and the admin take it: a host or a
+// domain, without port, path or space, its case and a final dot dropped. It reports false
+// for anything else.
+func PaceName(s string) (string, bool) {
+	name := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "."))
+	if name == "" || strings.ContainsAny(name, "/:= \t?#@[]") {
+		return "", false
+	}
+	return name, true
+}
+
+// pacing is the paces in force for one middleware: those of the configuration and those an
+// operator set. One pacing lives as long as the middleware, across reloads, and the handlers
+// of every router and every configuration share it, so that an operator's pace applies to
+// all of them at once.
 type pacing struct {
+	// on is 1 while any pace is in force, else 0: pass and enter load it before anything
+	// else, so that a middleware without pacing pays one atomic load and no call.
+	on int32
+	// current holds the *paceTable in force, replaced whole on every change and read
+	// without a lock.
+	current atomic.Value
+
+	// mu guards the fields below, and orders the replacements of current.
+	mu sync.Mutex
+	// configured are pacing's rates by name, operator those an operator set.
+	configured map[string]budget.Rate
+	operator   map[string]budget.Rate
+	// maxWait and afterFunc are the limiter's as configured (afterFunc: tests' timer).
+	maxWait   time.Duration
+	afterFunc func(d time.Duration, f func()) func() bool
+}
+
+// paceTable is one state of pacing, never changed once built: a table of one bucket for
+// each entry, by name.
+type paceTable struct {
 	byName map[string]*budget.Table
+	// rates are the rates byName's tables were built with, maxWait how far ahead they book.
+	rates   map[string]budget.Rate
+	maxWait time.Duration
 	// afterFunc is limiter's injected timer (tests); nil: a real timer.
 	afterFunc func(d time.Duration, f func()) func() bool
 }
 
-// newPacing builds the tables of list, each booking at most maxWait ahead; nil for none.
-func newPacing(list []Pace, maxWait time.Duration, afterFunc func(d time.Duration, f func()) func() bool) (*pacing, error) {
-	if len(list) == 0 {
-		return nil, nil
-	}
-	p := &pacing{byName: make(map[string]*budget.Table, len(list)), afterFunc: afterFunc}
-	for _, e := range list {
-		tb, err := budget.New(budget.Settings{Rate: e.Rate, MaxAhead: maxWait, MaxBuckets: 2})
-		if err != nil {
-			return nil, fmt.Errorf("%w: pacing: %q: %v", ErrSettings, e.Name, err)
-		}
-		p.byName[e.Name] = tb
-	}
-	return p, nil
+// newPacing is a middleware's pacing, with no pace in force.
+func newPacing() *pacing {
+	p := &pacing{configured: map[string]budget.Rate{}, operator: map[string]budget.Rate{}}
+	p.current.Store(&paceTable{byName: map[string]*budget.Table{}, rates: map[string]budget.Rate{}})
+	return p
 }
 
-// paceOf is host's entry: its own, else that of the nearest domain above it; nil for none.
-// It runs for every pass-through request while pacing is on, so it makes few calls: a port
-// is cut by hand rather than with net.SplitHostPort, whose error allocates.
+// paces is the table in force.
+func paces(p *pacing) *paceTable {
+	return p.current.Load().(*paceTable)
+}
+
+// pacesByName is list by name.
+func pacesByName(list []Pace) map[string]budget.Rate {
+	m := make(map[string]budget.Rate, len(list))
+	for _, e := range list {
+		m[e.Name] = e.Rate
+	}
+	return m
+}
+
+// buildPaceTable builds the table of configured and operator (which wins for a name), each
+// booking at most maxWait ahead. A name whose rate old already paces at the same maxWait
+// keeps old's bucket, so that a change elsewhere hands it no free turn.
+func buildPaceTable(old *paceTable, configured, operator map[string]budget.Rate, maxWait time.Duration,
+	afterFunc func(d time.Duration, f func()) func() bool) (*paceTable, error) {
+	merged := make(map[string]budget.Rate, len(configured)+len(operator))
+	for name, r := range configured {
+		merged[name] = r
+	}
+	for name, r := range operator {
+		merged[name] = r
+	}
+	t := &paceTable{byName: make(map[string]*budget.Table, len(merged)), rates: make(map[string]budget.Rate, len(merged)),
+		maxWait: maxWait, afterFunc: afterFunc}
+	for name, r := range merged {
+		t.rates[name] = r
+		if old != nil && old.maxWait == maxWait && old.byName[name] != nil {
+			if was := old.rates[name]; was.N == r.N && was.Per == r.Per {
+				t.byName[name] = old.byName[name]
+				continue
+			}
+		}
+		tb, err := budget.New(budget.Settings{Rate: r, MaxAhead: maxWait, MaxBuckets: 2})
+		if err != nil {
+			return nil, fmt.Errorf("%w: pacing: %q: %v", ErrSettings, name, err)
+		}
+		t.byName[name] = tb
+	}
+	return t, nil
+}
+
+// installLocked puts t in force. p.mu must be held.
+func (p *pacing) installLocked(t *paceTable) {
+	p.current.Store(t)
+	on := int32(0)
+	if len(t.byName) > 0 {
+		on = 1
+	}
+	atomic.StoreInt32(&p.on, on)
+}
+
+// configure puts the configuration's paces in force, with the operator's over them.
+func (p *pacing) configure(list []Pace, maxWait time.Duration, afterFunc func(d time.Duration, f func()) func() bool) error {
+	configured := pacesByName(list)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, err := buildPaceTable(paces(p), configured, p.operator, maxWait, afterFunc)
+	if err != nil {
+		return err
+	}
+	p.configured = configured
+	p.maxWait = maxWait
+	p.afterFunc = afterFunc
+	p.installLocked(t)
+	return nil
+}
+
+// setOperator paces name at r until clearOperator, whatever the configuration says.
+func (p *pacing) setOperator(name string, r budget.Rate) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	operator := make(map[string]budget.Rate, len(p.operator)+1)
+	for n, v := range p.operator {
+		operator[n] = v
+	}
+	operator[name] = r
+	if len(operator) > operatorPacesMax {
+		return fmt.Errorf("name: %q: %d paces are set already, clear one first", name, operatorPacesMax)
+	}
+	t, err := buildPaceTable(paces(p), p.configured, operator, p.maxWait, p.afterFunc)
+	if err != nil {
+		return err
+	}
+	p.operator = operator
+	p.installLocked(t)
+	return nil
+}
+
+// clearOperator drops the operator's pace of name, back to the configuration's, and tells
+// whether there was one.
+func (p *pacing) clearOperator(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.operator[name]; !ok {
+		return false
+	}
+	operator := make(map[string]budget.Rate, len(p.operator))
+	for n, v := range p.operator {
+		if n != name {
+			operator[n] = v
+		}
+	}
+	// Every rate was built before: nothing can be refused.
+	t, err := buildPaceTable(paces(p), p.configured, operator, p.maxWait, p.afterFunc)
+	if err != nil {
+		return false
+	}
+	p.operator = operator
+	p.installLocked(t)
+	return true
+}
+
+// paceEntry is a pace in force as the admin lists it.
+type paceEntry struct {
+	name string
+	rate budget.Rate
+	// byOperator marks an operator's pace; configured is the configuration's rate for the
+	// name, zero for none.
+	byOperator bool
+	configured budget.Rate
+}
+
+// entries lists the paces in force by name.
+func (p *pacing) entries() []paceEntry {
+	p.mu.Lock()
+	var out []paceEntry
+	for name, r := range p.configured {
+		if _, ok := p.operator[name]; !ok {
+			out = append(out, paceEntry{name: name, rate: r, configured: r})
+		}
+	}
+	for name, r := range p.operator {
+		out = append(out, paceEntry{name: name, rate: r, byOperator: true, configured: p.configured[name]})
+	}
+	p.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// paceOf is host's entry in the paces in force: its own, else that of the nearest domain
+// above it; nil for none. It runs for every pass-through request while pacing is on, so it
+// makes few calls: the table is loaded here rather than by a call of paces, and a port is
+// cut by hand rather than with net.SplitHostPort, whose error allocates.
 func paceOf(p *pacing, host string) *budget.Table {
+	t := p.current.Load().(*paceTable)
 	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host[i:], ']') < 0 {
 		host = host[:i]
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	for {
-		if tb := p.byName[host]; tb != nil {
+		if tb := t.byName[host]; tb != nil {
 			return tb
 		}
 		i := strings.IndexByte(host, '.')
@@ -87,7 +270,7 @@ func paceTurn(h *Handler, t *ticket, ctx context.Context, host string, way int) 
 		}
 	} else if wait, ok := budget.Reserve(tb, "", now); !ok {
 		f = &refusal{paced: wait}
-	} else if wait > 0 && !waitTurn(ctx, h.pacing, wait) {
+	} else if wait > 0 && !waitTurn(ctx, paces(h.pacing), wait) {
 		f = &refusal{shed: limit.ErrContextDone}
 	}
 	if f != nil && t.permit.Probe {
@@ -97,7 +280,7 @@ func paceTurn(h *Handler, t *ticket, ctx context.Context, host string, way int) 
 }
 
 // waitTurn waits d, or until ctx ends (false).
-func waitTurn(ctx context.Context, p *pacing, d time.Duration) bool {
+func waitTurn(ctx context.Context, p *paceTable, d time.Duration) bool {
 	var fired <-chan time.Time
 	var timer *time.Timer
 	if p.afterFunc != nil {

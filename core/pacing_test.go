@@ -137,14 +137,15 @@ func TestPacingOpenBreakerFirst(t *testing.T) {
 // TestPaceOf: a host finds its own entry, else its nearest domain's, whatever its case, port
 // or final dot.
 func TestPaceOf(t *testing.T) {
-	p, err := newPacing([]Pace{
+	p := newPacing()
+	err := p.configure([]Pace{
 		{Name: "feeds.example.com", Rate: budget.Rate{N: 1, Per: time.Second}},
 		{Name: "example.com", Rate: budget.Rate{N: 2, Per: time.Second}},
 	}, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	feeds, domain := p.byName["feeds.example.com"], p.byName["example.com"]
+	feeds, domain := paces(p).byName["feeds.example.com"], paces(p).byName["example.com"]
 	cases := []struct {
 		desc string
 		host string

@@ -44,11 +44,13 @@ type engine struct {
 	missRate    *missrate.Detector
 	missConf    string
 	// budgets are the request budgets' tables, kept across reloads that do not change them;
-	// nil when off. pacing is the paced origins' turns, likewise.
+	// nil when off.
 	budgets    *budgets
 	budgetConf string
-	pacing     *pacing
-	paceConf   string
+	// pacing is the paced origins' turns, the same from the first configuration on
+	// (keepPacing); paceConf is pacing as configured.
+	pacing   *pacing
+	paceConf string
 	// admission is admission control, kept across reloads that do not change it; nil when
 	// off.
 	admission *admit.Controller
@@ -152,6 +154,10 @@ func engineFor(name string, s Settings) (*engine, error) {
 		// group.
 		e.flights = flight.New(flight.Settings{LeaderMaxAge: s.LeaderMaxAge, Now: s.Now, OnPanic: e.fetchPanicked})
 	}
+	e.pacing = old.pacing
+	if e.pacing == nil {
+		e.pacing = newPacing()
+	}
 	if old.breakers != nil && old.breakerConf == e.breakerConf {
 		e.breakers = old.breakers
 		e.breakerSync = old.breakerSync
@@ -167,7 +173,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 		if e.breakers, err = breaker.NewGroup(bsettings); err != nil {
 			return nil, err
 		}
-		bs.fleet = newFleet(name, e.breakers, s.Now)
+		bs.fleet = newFleet(name, e.breakers, e.pacing, s.Now)
 		e.breakerSync = bs
 	}
 	if e.mem == nil {
@@ -209,6 +215,9 @@ func engineFor(name string, s Settings) (*engine, error) {
 		e.limiter, err = limit.New(s.Limiter)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := keepPacing(e, old, s); err != nil {
 		return nil, err
 	}
 	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s paths=%q ignore429=%v", e.fingerprint+e.breakerConf+e.negConf+e.missConf+e.budgetConf+e.paceConf+e.admitConf+e.warmConf,
@@ -261,7 +270,7 @@ func applyOverrides(e, old *engine, list []breaker.KeyOverride) error {
 	return nil
 }
 
-// keepBudgets gives e the budgets and pacing of s: old's tables when their settings are the
+// keepBudgets gives e the budgets and admission of s: old's tables when their settings are the
 // same, so that a reload does not hand every client a fresh burst, new ones otherwise.
 func keepBudgets(e, old *engine, s Settings) error {
 	var err error
@@ -284,12 +293,17 @@ func keepBudgets(e, old *engine, s Settings) error {
 	} else if e.admission, err = newAdmission(s.Admission); err != nil {
 		return err
 	}
+	return nil
+}
+
+// keepPacing gives e old's pacing, which lives as long as the middleware and keeps the
+// operator's paces, and puts the paces of s in force in it. Last of what can fail in
+// engineFor: the handlers of old share the pacing and see the change at once.
+func keepPacing(e, old *engine, s Settings) error {
 	wait := queueWait(s.Limiter.MaxQueueWait)
 	e.paceConf = fmt.Sprintf(" pacing=%+v wait=%s", s.Pacing, wait)
-	if old.paceConf == e.paceConf && old.pacing != nil {
-		e.pacing = old.pacing
-	} else if e.pacing, err = newPacing(s.Pacing, wait, s.Limiter.AfterFunc); err != nil {
-		return err
+	if e.pacing == old.pacing && old.paceConf == e.paceConf {
+		return nil
 	}
-	return nil
+	return e.pacing.configure(s.Pacing, wait, s.Limiter.AfterFunc)
 }

@@ -3,8 +3,12 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -132,8 +136,8 @@ func sendBody(t *testing.T, tr *Traefik, method, path string, header map[string]
 	return r
 }
 
-// TestAdminFleet: with a shared store, a breaker opened, closed or tuned through one
-// Traefik's admin reaches the other Traefik within a second (each reads the
+// TestAdminFleet: with a shared store, a breaker opened, closed or tuned, and a pace set or
+// cleared, through one Traefik's admin reaches the other Traefik within a second (each reads the
 // operators' control record every half second).
 func TestAdminFleet(t *testing.T) {
 	requireE2ERedis(t)
@@ -173,4 +177,107 @@ func TestAdminFleet(t *testing.T) {
 		r := send(t, b, "GET", "/f/_weir/api/state", map[string]string{"Authorization": "Bearer " + adminTestToken})
 		return strings.Contains(r.body, `{"name":"window","value":"30s","override":true}`)
 	})
+	act("pacing", `{"name":"feeds.example.com","rate":"2/1s"}`)
+	seen("the pace", func() bool {
+		r := send(t, b, "GET", "/f/_weir/api/state", map[string]string{"Authorization": "Bearer " + adminTestToken})
+		return strings.Contains(r.body, `"pacing":[{"name":"feeds.example.com","rate":"2/1s","origin":"operator"}]`)
+	})
+	act("pacing", `{"name":"feeds.example.com","rate":"off"}`)
+	seen("the pace cleared", func() bool {
+		r := send(t, b, "GET", "/f/_weir/api/state", map[string]string{"Authorization": "Bearer " + adminTestToken})
+		return strings.Contains(r.body, `"pacing":null`)
+	})
+}
+
+// TestAdminPacing: with no pacing configured, a pace of 2/1s set for a host through the
+// admin spaces that host's requests at the origin at least half a second apart, misses and
+// pass-through requests alike; cleared, they flow freely again.
+func TestAdminPacing(t *testing.T) {
+	const (
+		n    = 4
+		host = "feeds.example.com"
+	)
+	o := newOrigin(t)
+	var mu sync.Mutex
+	var arrivals []time.Time
+	for i := 0; i < n; i++ {
+		o.Handle(fmt.Sprintf("/adp/feed/%d", i), func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			arrivals = append(arrivals, time.Now())
+			mu.Unlock()
+			w.Header().Set("Cache-Control", "no-store")
+			io.WriteString(w, "feed")
+		})
+	}
+	conf := map[string]interface{}{
+		"admin":   map[string]interface{}{"path": "/adp/_weir", "token": adminTestToken},
+		"limiter": map[string]interface{}{"maxQueueWait": "15s"},
+	}
+	tr := startTraefik(t, o, cachedRoute("adp", "/adp/", "weir-adp", conf))
+	post := map[string]string{"Authorization": "Bearer " + adminTestToken, "Content-Type": "application/json"}
+	// round sends n requests for host at once, and returns the gaps between their arrivals;
+	// detail is the Cache-Status detail each must carry ("": any).
+	round := func(what, detail string) []time.Duration {
+		t.Helper()
+		mu.Lock()
+		arrivals = nil
+		mu.Unlock()
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				r, err := fetch(context.Background(), tr.Client(), 30*time.Second, http.MethodGet,
+					tr.URL(fmt.Sprintf("/adp/feed/%d", i)), map[string]string{"Host": host})
+				if err != nil || r.status != http.StatusOK {
+					t.Errorf("%s, request %d: %d (Cache-Status %q) %v, want 200", what, i, r.status, r.header.Get("Cache-Status"), err)
+				}
+				if got := r.cacheStatus().params["detail"]; detail != "" && got != detail {
+					t.Errorf("%s, request %d: Cache-Status %q, want detail=%s", what, i, r.header.Get("Cache-Status"), detail)
+				}
+			}(i)
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(arrivals) != n {
+			t.Fatalf("%s: %d requests reached the origin, want %d", what, len(arrivals), n)
+		}
+		sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].Before(arrivals[j]) })
+		var gaps []time.Duration
+		for i := 1; i < n; i++ {
+			gaps = append(gaps, arrivals[i].Sub(arrivals[i-1]))
+		}
+		t.Logf("%s: gaps between arrivals %v", what, gaps)
+		return gaps
+	}
+
+	round("before, misses", "")
+	if r := sendBody(t, tr, "POST", "/adp/_weir/api/pacing", post, `{"name":"`+host+`","rate":"2/1s"}`); r.status != http.StatusOK {
+		t.Fatalf("set the pace: %d %q", r.status, r.body)
+	}
+	r := send(t, tr, "GET", "/adp/_weir/api/state", map[string]string{"Authorization": "Bearer " + adminTestToken})
+	if want := `{"name":"` + host + `","rate":"2/1s","origin":"operator"}`; !strings.Contains(r.body, want) {
+		t.Errorf("api/state %q lacks %s", r.body, want)
+	}
+	// The first round's answers marked their keys hit-for-pass: these are pass-through, whose
+	// Cache-Status says uncacheable.
+	for _, what := range []string{"paced, pass-through", "paced again"} {
+		for i, gap := range round(what, "uncacheable") {
+			// 2/1s: one every 500ms; a little less for the clocks' and the scheduler's slack.
+			if gap < 450*time.Millisecond {
+				t.Errorf("%s: arrivals %d and %d at the origin %v apart, want at least 500ms (2/1s)", what, i, i+1, gap)
+			}
+		}
+	}
+	if r := sendBody(t, tr, "POST", "/adp/_weir/api/pacing", post, `{"name":"`+host+`","rate":""}`); r.status != http.StatusOK {
+		t.Fatalf("clear the pace: %d %q", r.status, r.body)
+	}
+	var spread time.Duration
+	for _, gap := range round("cleared", "uncacheable") {
+		spread += gap
+	}
+	if spread >= 450*time.Millisecond {
+		t.Errorf("cleared: the arrivals spread over %v, want them together (under 450ms)", spread)
+	}
 }

@@ -24,6 +24,11 @@ type Engine interface {
 	RemoveOverride(key string) error
 	// DeclareBreaker adds key before it ever trips, so that it is listed and can be tuned.
 	DeclareBreaker(key string) error
+	// SetPace paces a host or a domain (name, as in pacing) at rate ("3/10s"), over the
+	// configuration's pace for it until ClearPace.
+	SetPace(name, rate string) error
+	// ClearPace drops the operator's pace of name: the configuration's is back in force.
+	ClearPace(name string) error
 	// Purge drops what p names and tells how many stored entries it dropped (-1: unknown).
 	Purge(ctx context.Context, p Purge) (int, error)
 	// WriteMetrics writes the Prometheus text exposition (format 0.0.4).
@@ -54,6 +59,26 @@ type State struct {
 	Limiter   Limiter   `json:"limiter"`
 	Anomalies []Anomaly `json:"anomalies"`
 	Store     Store     `json:"store"`
+	// Pacing are the paces in force, by name.
+	Pacing []Pace `json:"pacing"`
+}
+
+// Where a pace in force comes from (Pace.Origin).
+const (
+	OriginConfig   = "config"
+	OriginOperator = "operator"
+)
+
+// Pace is one host's or domain's pace in force.
+type Pace struct {
+	Name string `json:"name"`
+	// Rate is as pacing writes it: "3/10s".
+	Rate string `json:"rate"`
+	// Origin is OriginConfig or OriginOperator.
+	Origin string `json:"origin"`
+	// Configured is the configuration's rate for a name an operator paces; empty when it
+	// has none.
+	Configured string `json:"configured,omitempty"`
 }
 
 // Breaker is one scope key's breaker.

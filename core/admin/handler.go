@@ -192,6 +192,9 @@ type actionRequest struct {
 	Host   string `json:"host"`
 	Tag    string `json:"tag"`
 	All    bool   `json:"all"`
+	// Name and Rate are a pace's: a host or domain, and "3/10s" ("" or "off": clear it).
+	Name string `json:"name"`
+	Rate string `json:"rate"`
 }
 
 // action runs one of the API's actions: a POST with a JSON body.
@@ -211,7 +214,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	req.Key = strings.TrimSpace(req.Key)
-	if name != "purge" && req.Key == "" {
+	if name != "purge" && name != "pacing" && req.Key == "" {
 		writeError(w, http.StatusBadRequest, "key: a breaker's scope key is needed")
 		return
 	}
@@ -231,6 +234,8 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request, name string) {
 		err = h.engine.RemoveOverride(req.Key)
 	case "breakers/declare":
 		err = h.engine.DeclareBreaker(req.Key)
+	case "pacing":
+		err = h.pace(req.Name, req.Rate)
 	case "purge":
 		var n int
 		if n, err = h.purge(r.Context(), Purge{URL: req.URL, Prefix: req.Prefix, Host: req.Host, Tag: req.Tag, All: req.All}); err == nil {
@@ -245,6 +250,19 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	writeJSON(w, http.StatusOK, result)
+}
+
+// pace sets name's pace at rate, or clears the operator's ("" or "off").
+func (h *Handler) pace(name, rate string) error {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return errors.New("name: a host or domain to pace is needed")
+	}
+	rate = strings.TrimSpace(rate)
+	if rate == "" || strings.EqualFold(rate, "off") {
+		return h.engine.ClearPace(name)
+	}
+	return h.engine.SetPace(name, rate)
 }
 
 func (h *Handler) purge(ctx context.Context, p Purge) (int, error) {

@@ -118,6 +118,16 @@ func TestActions(t *testing.T) {
 		{desc: "purge two things at once", path: "/_weir/api/purge", body: `{"tag":"a","host":"b"}`,
 			wantStatus: 400, wantBody: "exactly one"},
 		{desc: "purge nothing", path: "/_weir/api/purge", body: `{}`, wantStatus: 400},
+		{desc: "pace", path: "/_weir/api/pacing", body: `{"name":" feeds.example.com ","rate":" 3/10s "}`,
+			wantStatus: 200, wantCall: "pace feeds.example.com 3/10s"},
+		{desc: "clear a pace", path: "/_weir/api/pacing", body: `{"name":"feeds.example.com","rate":""}`,
+			wantStatus: 200, wantCall: "unpace feeds.example.com"},
+		{desc: "clear a pace with off", path: "/_weir/api/pacing", body: `{"name":"feeds.example.com","rate":"Off"}`,
+			wantStatus: 200, wantCall: "unpace feeds.example.com"},
+		{desc: "pace without a name", path: "/_weir/api/pacing", body: `{"rate":"3/10s"}`,
+			wantStatus: 400, wantBody: "name: a host or domain"},
+		{desc: "pace with a breaker's field", path: "/_weir/api/pacing", body: `{"name":"a","rate":"1/1s","params":"x"}`,
+			wantStatus: 200, wantCall: "pace a 1/1s"},
 	}
 	for _, tt := range tests {
 		h, f := newTestAdmin(t)
@@ -151,11 +161,44 @@ func TestActionErrors(t *testing.T) {
 // TestActionsNeedJSON: an action sent as a form (what another site's page can make a
 // logged-in browser send) is refused before it reaches the engine.
 func TestActionsNeedJSON(t *testing.T) {
-	h, f := newTestAdmin(t)
-	w := serve(t, h, request{method: http.MethodPost, path: "/_weir/api/breakers/close", body: "key=a",
-		contentType: "application/x-www-form-urlencoded", auth: "Bearer " + testToken})
-	if w.Code != http.StatusUnsupportedMediaType || len(f.calls) != 0 {
-		t.Errorf("got %d and calls %q, want 415 and no call", w.Code, f.calls)
+	for _, tt := range []struct{ desc, path, body string }{
+		{desc: "close", path: "/_weir/api/breakers/close", body: "key=a"},
+		{desc: "pacing", path: "/_weir/api/pacing", body: "name=feeds.example.com&rate=1/1s"},
+	} {
+		h, f := newTestAdmin(t)
+		w := serve(t, h, request{method: http.MethodPost, path: tt.path, body: tt.body,
+			contentType: "application/x-www-form-urlencoded", auth: "Bearer " + testToken})
+		if w.Code != http.StatusUnsupportedMediaType || len(f.calls) != 0 {
+			t.Errorf("%s: got %d and calls %q, want 415 and no call", tt.desc, w.Code, f.calls)
+		}
+	}
+}
+
+// TestPacingNeedsAccess: setting a pace takes the token, an allowed address or the cookie,
+// as every action does.
+func TestPacingNeedsAccess(t *testing.T) {
+	tests := []struct {
+		desc string
+		q    request
+		want int
+	}{
+		{desc: "nobody", q: request{}, want: http.StatusForbidden},
+		{desc: "a wrong token", q: request{auth: "Bearer nope"}, want: http.StatusForbidden},
+		{desc: "the token", q: request{auth: "Bearer " + testToken}, want: http.StatusOK},
+		{desc: "an allowed address", q: request{remote: "10.1.2.3:4000"}, want: http.StatusOK},
+		{desc: "the cookie", q: request{header: map[string]string{"Cookie": cookieName + "=" + testToken}}, want: http.StatusOK},
+	}
+	for _, tt := range tests {
+		h, f := newTestAdmin(t)
+		q := tt.q
+		q.method, q.path, q.body, q.contentType = http.MethodPost, "/_weir/api/pacing", `{"name":"a.example","rate":"2/1s"}`, "application/json"
+		w := serve(t, h, q)
+		if w.Code != tt.want {
+			t.Errorf("%s: status %d, want %d", tt.desc, w.Code, tt.want)
+		}
+		if calls := len(f.calls); (calls == 1) != (tt.want == http.StatusOK) {
+			t.Errorf("%s: engine calls %q", tt.desc, f.calls)
+		}
 	}
 }
 

@@ -36,6 +36,8 @@ func (f *fakeEngine) OpenBreaker(key string, d time.Duration) error {
 func (f *fakeEngine) CloseBreaker(key string) error   { return f.record("close " + key) }
 func (f *fakeEngine) RemoveOverride(key string) error { return f.record("reset " + key) }
 func (f *fakeEngine) DeclareBreaker(key string) error { return f.record("declare " + key) }
+func (f *fakeEngine) SetPace(name, rate string) error { return f.record("pace " + name + " " + rate) }
+func (f *fakeEngine) ClearPace(name string) error     { return f.record("unpace " + name) }
 func (f *fakeEngine) SetOverride(key, params string) error {
 	return f.record("override " + key + ": " + params)
 }

@@ -46,6 +46,15 @@ const pageHTML = `<!doctype html>
   </div>
 </section>
 <section>
+  <h2>Pacing</h2>
+  <table id="pacing"><thead><tr><th>host or domain</th><th>rate</th><th>origin</th><th>actions</th></tr></thead><tbody></tbody></table>
+  <form id="pace">
+    <label>Pace <input name="name" placeholder="feeds.example.com" required></label>
+    <label>at <input name="rate" placeholder="3/10s" required></label>
+    <button type="submit">set</button>
+  </form>
+</section>
+<section>
   <h2>Miss-rate anomalies</h2>
   <table id="anomalies"><thead><tr><th>partition</th><th>misses</th><th>lookups</th><th>ratio</th><th>throttled</th></tr></thead><tbody></tbody></table>
 </section>
@@ -89,6 +98,7 @@ th{background:#f4f4f4}
 .actions input{width:5em}
 td.left,td.window,.param{white-space:nowrap}
 #updated,.defaults{color:#777}
+.origin-operator td.origin{font-weight:bold;color:#8e44ad}
 `
 
 const pageJS = `"use strict";
@@ -179,6 +189,41 @@ function fill(sel, rows, make) {
   const tb = $(sel + " tbody");
   tb.replaceChildren(...rows.map(make));
 }
+// A pace's row is rebuilt only when what it shows changed, so that a refresh never takes its
+// button from under a click.
+function fillPacing(list) {
+  const tb = $("#pacing tbody");
+  const rows = new Map();
+  for (const tr of tb.rows) rows.set(tr.dataset.key, tr);
+  list.forEach((p, i) => {
+    const shown = JSON.stringify(p);
+    let tr = rows.get(p.name);
+    rows.delete(p.name);
+    if (!tr || tr.dataset.shown !== shown) {
+      const fresh = paceRow(p);
+      fresh.dataset.shown = shown;
+      if (tr) tr.replaceWith(fresh);
+      tr = fresh;
+    }
+    if (tb.rows[i] !== tr) tb.insertBefore(tr, tb.rows[i] || null);
+  });
+  for (const tr of rows.values()) tr.remove();
+}
+function paceRow(p) {
+  const tr = document.createElement("tr");
+  tr.dataset.key = p.name;
+  tr.className = "origin-" + p.origin;
+  tr.append(text("td", p.name, "name"), text("td", p.rate, "rate"),
+    text("td", p.origin + (p.configured ? " (configured: " + p.configured + ")" : ""), "origin"));
+  const a = document.createElement("td"); a.className = "actions";
+  if (p.origin === "operator") {
+    const clear = text("button", "clear", "clear"); clear.type = "button";
+    clear.addEventListener("click", () => act("pacing", {name: p.name, rate: ""}, p.name));
+    a.appendChild(clear);
+  }
+  tr.appendChild(a);
+  return tr;
+}
 function occupant(o) { const tr = document.createElement("tr"); tr.dataset.key = o.key;
   tr.append(text("td", o.key), text("td", String(o.inFlight)), text("td", String(o.queued))); return tr; }
 function anomaly(a) { const tr = document.createElement("tr"); tr.dataset.key = a.partition;
@@ -198,6 +243,7 @@ async function refresh() {
     " queued, " + l.uploads + " of " + l.maxUpload + " uploads";
   fill("#partitions", l.partitions || [], occupant);
   fill("#hosts", l.hosts || [], occupant);
+  fillPacing(s.pacing || []);
   fill("#anomalies", s.anomalies || [], anomaly);
   const st = s.store;
   $("#store").textContent = st.kind + (st.breaker ? ", store breaker " + st.breaker : "") +
@@ -217,6 +263,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#declare").addEventListener("submit", async ev => {
     ev.preventDefault();
     if (await act("breakers/declare", {key: ev.target.elements.key.value})) ev.target.reset();
+  });
+  $("#pace").addEventListener("submit", async ev => {
+    ev.preventDefault();
+    const f = ev.target, name = f.elements.name.value.trim(), rate = f.elements.rate.value.trim();
+    if (await act("pacing", {name, rate}, name + " at " + rate)) f.reset();
   });
   $("#purge").addEventListener("submit", async ev => {
     ev.preventDefault();

@@ -30,6 +30,15 @@ const (
 	// BreakerClosedByHand: an operator closed a breaker.
 	// Fields: scope (Str).
 	BreakerClosedByHand = "breaker_closed_by_hand"
+	// PacingSet: an operator set or changed the pace of a host or domain; it wins over the
+	// configuration's until cleared.
+	// Fields: name (Str), rate (Str, such as "3/10s"), configured (Str, the configuration's
+	// rate for the name, "off" for none).
+	PacingSet = "pacing_set"
+	// PacingCleared: an operator cleared their pace of a host or domain: the configuration's
+	// is back in force, if any.
+	// Fields: name (Str), configured (Str, as for PacingSet).
+	PacingCleared = "pacing_cleared"
 	// StoreBreakerOpened: the shared store's breaker opened; answers are kept in this
 	// instance's memory until it closes (store.Fallback).
 	// Fields: failures (Int, the failures in a row that tripped it), open_for (Dur),

@@ -58,8 +58,8 @@ func middleware() map[string]interface{} {
 
 // TestAdminPage drives the admin page in headless Chromium through a real Traefik: the
 // operator signs in, sees the breaker that a failing origin opened, closes it, tunes it,
-// adds and opens a key by hand, and purges a surrogate key; after each action the test
-// checks through Traefik that it took effect. The page must write no error to the console.
+// adds and opens a key by hand, purges a surrogate key, and paces the host then clears the
+// pace; after each action the test checks through Traefik that it took effect. The page must write no error to the console.
 func TestAdminPage(t *testing.T) {
 	required := os.Getenv("WEIR_E2E") == "required"
 	chromium := findChromium(t, required)
@@ -218,7 +218,24 @@ func TestAdminPage(t *testing.T) {
 		t.Errorf("origin requests for /x/product = %d, want 2: the purge should send the next request to the origin", n)
 	}
 
-	// 7. The page as it stands, for the README.
+	// 7. Pace the host: the page lists it as the operator's, and so does api/state.
+	paced := fmt.Sprintf(`#pacing tr[data-key=%q]`, host)
+	p.do("pace the host",
+		chromedp.SendKeys(chromedp.CSS(`#pace input[name=name]`), host),
+		chromedp.SendKeys(chromedp.CSS(`#pace input[name=rate]`), "2/1s\r"),
+		chromedp.WaitVisible(chromedp.CSS(paced+".origin-operator")))
+	p.wantMessage("pacing " + host + " at 2/1s: done")
+	if got := p.text("the pace's rate", paced+" td.rate"); got != "2/1s" {
+		t.Errorf("rate shown as %q, want 2/1s", got)
+	}
+	if got := p.text("the pace's origin", paced+" td.origin"); got != "operator" {
+		t.Errorf("origin shown as %q, want operator", got)
+	}
+	if pc := s.pace(host); pc.Rate != "2/1s" || pc.Origin != admin.OriginOperator {
+		t.Errorf("api/state: the pace of %s is %+v, want 2/1s by the operator", host, pc)
+	}
+
+	// 8. The page as it stands, for the README.
 	p.do("wait for the page to settle", chromedp.WaitVisible(chromedp.CSS(row+".state-closed")),
 		chromedp.WaitVisible(chromedp.CSS(declared+".state-open")))
 	shot := p.screenshot()
@@ -234,6 +251,14 @@ func TestAdminPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", path, len(shot))
+
+	// 9. Clear the pace: its row goes, and api/state lists it no more.
+	p.do("clear the pace", chromedp.Click(chromedp.CSS(paced+" button.clear")),
+		chromedp.WaitNotPresent(chromedp.CSS(paced)))
+	p.wantMessage("pacing " + host + ": done")
+	if pc := s.pace(host); pc.Name != "" {
+		t.Errorf("api/state after the clear: %+v, want no pace for %s", pc, host)
+	}
 	p.checkConsole("the end")
 }
 
@@ -358,6 +383,25 @@ func (s *site) breaker(key string) admin.Breaker {
 		}
 	}
 	return admin.Breaker{}
+}
+
+// pace is the pace in force for name as api/state shows it; the zero Pace if none.
+func (s *site) pace(name string) admin.Pace {
+	s.t.Helper()
+	r := s.get(adminPath+"/api/state", map[string]string{"Authorization": "Bearer " + token})
+	if r.status != http.StatusOK {
+		s.t.Fatalf("api/state: %d %q", r.status, r.body)
+	}
+	var st admin.State
+	if err := json.Unmarshal([]byte(r.body), &st); err != nil {
+		s.t.Fatalf("api/state: %v in %q", err, r.body)
+	}
+	for _, p := range st.Pacing {
+		if p.Name == name {
+			return p
+		}
+	}
+	return admin.Pace{}
 }
 
 // param is b's parameter name; the zero Param if it has none.
