@@ -26,18 +26,20 @@ const (
 
 // DoBulk sends req, one command written out in RESP whose reply is a bulk string (GET), on
 // the connection at the front of p's idle list, with deadline for its write and its reply.
-// It declines (BulkDeclined) when p limits its connections without a slot free at once, has
-// no idle connection, or needs what only GetContext does: a pool without a wait limit that
-// was never used, TestOnBorrow, MaxConnLifetime, an idle connection past IdleTimeout (which
+// It declines (BulkDeclined) when p has no slot free at once (MaxActive, with Wait), has
+// no idle connection, or needs what only GetContext does: a pool without Wait and
+// MaxActive, TestOnBorrow, MaxConnLifetime, an idle connection past IdleTimeout (which
 // GetContext prunes), a connection not made by NewConn or Dial, or a closed pool. now is
 // the time the connection is put back at, for IdleTimeout.
 //
 // A reply other than a bulk string is an error: an error reply returns as Error (the
 // connection is fine), anything else breaks the connection.
 func DoBulk(p *Pool, req string, now, deadline time.Time) ([]byte, int, error) {
-	if p.ch == nil || p.TestOnBorrow != nil || p.TestOnBorrowContext != nil || p.MaxConnLifetime != 0 {
+	if !p.Wait || p.MaxActive <= 0 || p.TestOnBorrow != nil || p.TestOnBorrowContext != nil || p.MaxConnLifetime != 0 {
 		return nil, BulkDeclined, nil
 	}
+	// p.ch is made once, under p.initOnce.
+	p.lazyInit()
 	// A slot, as waitVacantConn takes one, without waiting.
 	select {
 	case <-p.ch:
