@@ -38,27 +38,23 @@ func DoBulk(p *Pool, req string, now, deadline time.Time) ([]byte, int, error) {
 	if !p.Wait || p.MaxActive <= 0 || p.TestOnBorrow != nil || p.TestOnBorrowContext != nil || p.MaxConnLifetime != 0 {
 		return nil, BulkDeclined, nil
 	}
-	// p.ch is made once, under p.initOnce.
-	p.lazyInit()
-	// A slot, as waitVacantConn takes one, without waiting.
-	select {
-	case <-p.ch:
-	default:
-		return nil, BulkDeclined, nil
-	}
 	p.mu.Lock()
-	if p.closed {
-		// The slot came from the closed channel.
-		p.mu.Unlock()
-		return nil, BulkDeclined, nil
-	}
 	pc := p.idle.front
 	var c *conn
-	if pc != nil && (p.IdleTimeout <= 0 || now.Sub(p.idle.back.t) < p.IdleTimeout) {
+	if pc != nil && !p.closed && (p.IdleTimeout <= 0 || now.Sub(p.idle.back.t) < p.IdleTimeout) {
 		c, _ = pc.c.(*conn)
 	}
 	if c == nil {
-		p.ch <- struct{}{}
+		p.mu.Unlock()
+		return nil, BulkDeclined, nil
+	}
+	// A slot, as waitVacantConn takes one, without waiting. An idle connection was put
+	// back after a GetContext, whose lazyInit made p.ch: read under p.mu, after that put,
+	// without calling lazyInit, whose func literal passed to sync.Once costs an
+	// interpreter a wrapper made on every call.
+	select {
+	case <-p.ch:
+	default:
 		p.mu.Unlock()
 		return nil, BulkDeclined, nil
 	}
