@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/budget"
+	"github.com/weirproxy/weir/internal/redistest"
 )
 
 // BenchmarkHit measures one fresh hit from the memory store, the path that decides Weir's
@@ -178,4 +179,23 @@ func BenchmarkColdKeyCoalescing(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(atomic.LoadInt64(&calls))/float64(b.N), "origin-calls/round")
+}
+
+// BenchmarkHitRedis is BenchmarkHit from a shared Redis store with store.nearCache off:
+// every hit reads and decodes the entry from the server (the route scripts/bench-redis.sh
+// calls redis-get). Under Yaegi it counts what such a hit costs Traefik
+// (scripts/yaegi-cost.sh core BenchmarkHitRedis).
+func BenchmarkHitRedis(b *testing.B) {
+	srv := redistest.Start(b, redistest.Config{})
+	body := strings.Repeat("x", 1024)
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=3600")
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte(body))
+	})
+	h, err := New("bench-hit-redis", Settings{StoreURL: "redis://" + srv.Addr, StoreNoNearCache: true}, origin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchServe(b, h, "/a/b", statusHit)
 }

@@ -275,6 +275,85 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 // serve is the general path: any key, Vary, the client's validators and cache directives,
 // remote stores, misses.
 func serve(h *Handler, w http.ResponseWriter, r *http.Request) {
+	if h.mem == nil && h.hot != nil {
+		serveShared(h, w, r)
+		return
+	}
+	serveFrom(h, w, r, "", nil)
+}
+
+// serveShared is serve with a shared store (h.hot its local memory). A GET or HEAD that
+// ServeHTTP could not answer from local memory reads its key as the client sent it
+// (scheme, host and RequestURI, as ServeHTTP looks it up) from the store at once: when the
+// entry is a fresh answer the request may have as it is (no client directive, its query
+// the one the origin would be sent), it is written as ServeHTTP writes a hit from local
+// memory, without serve's normalised key and general answer writer, which cost a hit from
+// the shared store (store.nearCache false, or a key not in the near cache) under Yaegi as
+// much again as reading and decoding the entry. Anything else goes on through serve with
+// the entry read (serveFrom), which reads the store again only when the normalised key is
+// another (a query not in normal form). With the near cache on, an entry local memory
+// holds is found there again, without asking the server.
+func serveShared(h *Handler, w http.ResponseWriter, r *http.Request) {
+	ru := r.RequestURI
+	m := r.Method
+	if ru == "" || ru[0] != '/' || (m != "GET" && m != "HEAD") || r.Header["Upgrade"] != nil {
+		serveFrom(h, w, r, "", nil)
+		return
+	}
+	key := "http://" + r.Host + ru
+	if r.TLS != nil {
+		key = "https://" + r.Host + ru
+	}
+	now := h.s.Now()
+	ent := h.get(r.Context(), key, now)
+	ns := now.UnixNano()
+	hit := false
+	rh := r.Header
+	// One case each: Yaegi evaluates only the first of a case list in a switch without a tag.
+	switch {
+	case ent == nil:
+	case ent.VaryIndex:
+	case ent.Pass:
+	case ns >= ent.Hot.FreshNano:
+	case ent.Hot.Names == nil:
+	case rh["Cache-Control"] != nil:
+	case rh["Pragma"] != nil:
+	case rh["If-None-Match"] != nil:
+	case rh["If-Modified-Since"] != nil:
+	case rh["Range"] != nil:
+	default:
+		hit = true
+	}
+	if hit && r.URL.RawQuery != "" && !queryHit(h, r, key, ru) {
+		hit = false
+	}
+	if !hit {
+		if ent != nil && ent.Pass && ns < ent.Hot.KeepNano {
+			passMarked(h, w, r, key, &ent.Hot, ns)
+			return
+		}
+		serveFrom(h, w, r, key, ent)
+		return
+	}
+	// As ServeHTTP writes a hit.
+	hot := &ent.Hot
+	atomic.AddInt64(h.hits, 1)
+	hdr := w.Header()
+	for i, name := range hot.Names {
+		hdr[name] = hot.Values[i]
+	}
+	hdr["Age"] = []string{strconv.FormatInt((ns-hot.BornNano)/1e9, 10)}
+	hdr["Cache-Status"] = []string{statusHit + strconv.FormatInt((hot.FreshNano-ns)/1e9, 10)}
+	w.WriteHeader(ent.Status)
+	if m != "HEAD" {
+		w.Write(ent.Body)
+	}
+}
+
+// serveFrom is serve, told that the store holds ent under raw (nil: nothing), read for
+// this request: the lookup of the normalised key reads the store again only when it is
+// another key. raw "" tells nothing.
+func serveFrom(h *Handler, w http.ResponseWriter, r *http.Request, raw string, rawEnt *store.Entry) {
 	if adminRequest(h, w, r) {
 		return
 	}
@@ -284,7 +363,14 @@ func serve(h *Handler, w http.ResponseWriter, r *http.Request) {
 	}
 	key := h.keyer.Key(r)
 	now := h.s.Now()
-	ent, lookupKey, varyMiss := h.lookup(r, key, now)
+	var ent *store.Entry
+	var lookupKey string
+	var varyMiss bool
+	if key == raw {
+		ent, lookupKey, varyMiss = h.followIndex(r, key, rawEnt, now)
+	} else {
+		ent, lookupKey, varyMiss = h.lookup(r, key, now)
+	}
 	if ent != nil && ent.Pass {
 		pass(h, w, r, httpcache.Partition(r), h.passStatusValue)
 		return
@@ -302,10 +388,15 @@ func serve(h *Handler, w http.ResponseWriter, r *http.Request) {
 // existed but not the variant.
 func (h *Handler) lookup(r *http.Request, key string, now time.Time) (ent *store.Entry, at string, varyMiss bool) {
 	ent = h.get(r.Context(), key, now)
+	return h.followIndex(r, key, ent, now)
+}
+
+// followIndex is lookup, given ent, the entry read under key (nil: none).
+func (h *Handler) followIndex(r *http.Request, key string, ent *store.Entry, now time.Time) (*store.Entry, string, bool) {
 	if ent == nil || !ent.VaryIndex {
 		return ent, key, false
 	}
-	at = httpcache.VariantKey(httpcache.GenerationKey(key, ent), ent.Vary, r)
+	at := httpcache.VariantKey(httpcache.GenerationKey(key, ent), ent.Vary, r)
 	ent = h.get(r.Context(), at, now)
 	if ent == nil || ent.VaryIndex {
 		return nil, at, true

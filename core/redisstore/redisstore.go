@@ -139,16 +139,9 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
 			near = nil
 		}
 	}
-	reply, err := s.do(ctx, "GET", s.prefix+key)
-	if err != nil {
-		return nil, fmt.Errorf("redis get: %w", err)
-	}
-	if reply == nil {
-		return nil, nil
-	}
-	b, ok := reply.([]byte)
-	if !ok {
-		return nil, fmt.Errorf("redis get: unexpected reply %T", reply)
+	b, err := readBytes(s, ctx, s.prefix+key)
+	if b == nil {
+		return nil, err
 	}
 	var e *store.Entry
 	if len(b) > s.maxEntry {

@@ -663,6 +663,40 @@ func BenchmarkGetHit(b *testing.B) {
 	}
 }
 
+// BenchmarkGet measures a hit read from the server, the near cache off: a stored answer
+// of 1 KiB with the fields a typical origin sends, read and decoded. Under Yaegi
+// (scripts/yaegi-cost.sh core/redisstore BenchmarkGet) it counts what a lookup that misses
+// the near cache costs Traefik.
+func BenchmarkGet(b *testing.B) {
+	srv := redistest.Start(b, redistest.Config{})
+	st := newStore(b, Settings{URL: "redis://" + srv.Addr})
+	ctx := context.Background()
+	now := time.Now()
+	e := &store.Entry{
+		Status: 200,
+		Header: http.Header{
+			"Cache-Control":  {"max-age=3600"},
+			"Content-Type":   {"text/plain; charset=utf-8"},
+			"Content-Length": {"1024"},
+			"Date":           {"Tue, 01 Dec 2026 12:00:00 GMT"},
+		},
+		Body:       bytes.Repeat([]byte("x"), 1024),
+		Born:       now,
+		FreshUntil: now.Add(time.Hour),
+		KeepUntil:  now.Add(time.Hour),
+	}
+	if err := st.Set(ctx, "http://example.com/a/b", e); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if got, err := st.Get(ctx, "http://example.com/a/b"); got == nil || err != nil {
+			b.Fatalf("Get = %v, %v", got, err)
+		}
+	}
+}
+
 // BenchmarkSet measures a Set of an entry without tags.
 func BenchmarkSet(b *testing.B) {
 	benchmarkSet(b, nil, "k")

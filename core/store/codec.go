@@ -209,7 +209,199 @@ func Encode(e *Entry) []byte {
 //     writes (minNanoTime to maxNanoTime).
 //
 // The returned entry's Body shares b's memory: b must not be changed afterwards.
+//
+// An entry read from a shared store is decoded on every lookup that misses the near cache,
+// interpreted, so Decode first reads it the short way (decodeFast); what that way does not
+// take, valid or not, decodeChecked reads, which says what is wrong.
 func Decode(b []byte) (*Entry, error) {
+	if e := decodeFast(b); e != nil {
+		return e, nil
+	}
+	return decodeChecked(b)
+}
+
+// decodeFast reads the entries Weir writes in the fewest interpreted steps and returns nil
+// for anything else: a layout-1 entry whose counts and string lengths take one byte each
+// (a header value two), at most 127 header fields, Vary names and values per field, whose
+// Born is not after FreshUntil. It accepts an input only if decodeChecked returns the same
+// entry for it (FuzzDecode checks it), whose rules it applies in another order, with fewer
+// steps: one range check per time where order implies the others, one strings.Trim of the
+// names joined, one map lookup for Content-Length, the map's size for duplicate names. Hot
+// is filled as the fields are read, in the order they are stored, not by Prepare.
+//
+// Every string is checked to end before the input does, with at least one byte after it
+// (the body's length ends every entry), so the next single byte read is in range.
+func decodeFast(b []byte) *Entry {
+	end := len(b)
+	if end < 12 || b[0] != encodingUntagged || b[1]&^(flagVaryIndex|flagBody|flagPass) != 0 ||
+		b[1]&(flagVaryIndex|flagPass) == flagVaryIndex|flagPass {
+		return nil
+	}
+	times := b[2]
+	if times&^timeAll != 0 || times&(timeBorn|timeFreshUntil|timeKeepUntil) != timeBorn|timeFreshUntil|timeKeepUntil {
+		return nil
+	}
+	e := &Entry{VaryIndex: b[1]&flagVaryIndex != 0, Pass: b[1]&flagPass != 0}
+	answer := b[1]&(flagVaryIndex|flagPass) == 0
+	status, n := binary.Varint(b[3:])
+	if n <= 0 || (answer && (status < 200 || status > 599)) || (!answer && status != 0) {
+		return nil
+	}
+	e.Status = int(status)
+	i := 3 + n
+	born, n := binary.Varint(b[i:])
+	if n <= 0 {
+		return nil
+	}
+	i += n
+	fresh, n := binary.Varint(b[i:])
+	if n <= 0 {
+		return nil
+	}
+	i += n
+	var swr, sie int64
+	if times&timeStaleWhileRevalidateUntil != 0 {
+		swr, n = binary.Varint(b[i:])
+		if n <= 0 {
+			return nil
+		}
+		i += n
+	}
+	if times&timeStaleIfErrorUntil != 0 {
+		sie, n = binary.Varint(b[i:])
+		if n <= 0 {
+			return nil
+		}
+		i += n
+	}
+	keep, n := binary.Varint(b[i:])
+	// In order and within range: Born, FreshUntil and KeepUntil, and each stale window's
+	// end, when present, within minNano and KeepUntil.
+	if n <= 0 || i+n >= end || born < minNano || born > fresh || fresh > keep || keep > maxNano {
+		return nil
+	}
+	i += n
+	if times&timeStaleWhileRevalidateUntil != 0 {
+		if swr < minNano || swr > keep {
+			return nil
+		}
+		e.StaleWhileRevalidateUntil = time.Unix(0, swr)
+	}
+	if times&timeStaleIfErrorUntil != 0 {
+		if sie < minNano || sie > keep {
+			return nil
+		}
+		e.StaleIfErrorUntil = time.Unix(0, sie)
+	}
+	e.Born = time.Unix(0, born)
+	e.FreshUntil = time.Unix(0, fresh)
+	e.KeepUntil = time.Unix(0, keep)
+	e.Hot.BornNano = born
+	e.Hot.FreshNano = fresh
+	e.Hot.KeepNano = keep
+
+	// Header fields: a count, then per field its name and its values. i < end holds before
+	// every byte read.
+	nf := int(b[i])
+	i++
+	if nf >= 0x80 || i >= end || (nf > 0 && !answer) {
+		return nil
+	}
+	names := make([]string, nf)
+	values := make([][]string, nf)
+	e.Hot.Names = names
+	e.Hot.Values = values
+	if nf > 0 {
+		e.Header = make(http.Header, nf)
+	}
+	for j := range names {
+		l := int(b[i])
+		if l == 0 || l >= 0x80 || i+l+1 >= end {
+			return nil
+		}
+		names[j] = string(b[i+1 : i+l+1])
+		i += l + 1
+		vs := make([]string, b[i])
+		i++
+		if len(vs) >= 0x80 || i >= end {
+			return nil
+		}
+		for k := range vs {
+			l = int(b[i])
+			if l >= 0x80 {
+				// Two bytes: a value of 128 bytes to 16 KiB.
+				if i+2 >= end || b[i+1] >= 0x80 {
+					return nil
+				}
+				i++
+				l = l&0x7f | int(b[i])<<7
+			}
+			if i+l+1 >= end {
+				return nil
+			}
+			vs[k] = string(b[i+1 : i+l+1])
+			i += l + 1
+			if strings.IndexAny(vs[k], "\r\n\x00") >= 0 {
+				return nil
+			}
+		}
+		values[j] = vs
+		e.Header[names[j]] = vs
+	}
+	// A name read twice leaves the map smaller; one token check for every name.
+	if len(e.Header) != nf || strings.Trim(strings.Join(names, ""), tokenChars) != "" {
+		return nil
+	}
+
+	nv := int(b[i])
+	i++
+	if nv >= 0x80 || i >= end || (nv > 0 && e.Pass) || (nv == 0 && e.VaryIndex) {
+		return nil
+	}
+	if nv > 0 {
+		e.Vary = make([]string, nv)
+		for j := range e.Vary {
+			l := int(b[i])
+			if l == 0 || l >= 0x80 || i+l+1 >= end {
+				return nil
+			}
+			e.Vary[j] = string(b[i+1 : i+l+1])
+			i += l + 1
+		}
+		if strings.Trim(strings.Join(e.Vary, ""), tokenChars) != "" {
+			return nil
+		}
+	}
+
+	size, n := binary.Uvarint(b[i:])
+	if n <= 0 || size != uint64(end-i-n) {
+		return nil
+	}
+	i += n
+	if b[1]&flagBody != 0 {
+		if !answer {
+			return nil
+		}
+		e.Body = b[i:end:end]
+		e.bodyPrefix = i
+	} else if size != 0 {
+		return nil
+	}
+	// Content-Length, in any case, one value at most, the body's length: found in the
+	// names joined and lowered, it must be the one field of that canonical name.
+	if nf > 0 && strings.Contains(strings.ToLower(strings.Join(names, "\x00")), "content-length") {
+		cl := e.Header["Content-Length"]
+		if cl == nil || strings.Count(strings.ToLower(strings.Join(names, "\x00")), "content-length") != 1 ||
+			len(cl) > 1 || (len(cl) == 1 && cl[0] != strconv.Itoa(len(e.Body))) {
+			return nil
+		}
+	}
+	return e
+}
+
+// decodeChecked is Decode for any input: every layout, every check, an error saying what
+// is wrong.
+func decodeChecked(b []byte) (*Entry, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("empty input: %w", ErrMalformed)
 	}

@@ -439,12 +439,88 @@ func checkDecode(t *testing.T, b []byte) {
 	if p := entryProblem(e); p != "" {
 		t.Fatalf("Decode(%q) returned an invalid entry: %s", b, p)
 	}
+	if f := decodeFast(b); f != nil {
+		c, err := decodeChecked(b)
+		if err != nil {
+			t.Fatalf("decodeFast(%q) took what decodeChecked refuses: %v", b, err)
+		}
+		if d := sameDecoded(f, c); d != "" {
+			t.Fatalf("decodeFast(%q) differs from decodeChecked: %s", b, d)
+		}
+	}
 	again, err := Decode(Encode(e))
 	if err != nil {
 		t.Fatalf("Decode(Encode(Decode(b))) error: %v", err)
 	}
 	if d := entryDiff(again, e); d != "" {
 		t.Fatalf("re-encoded entry differs: %s", d)
+	}
+}
+
+// sameDecoded says how two decodings of one input differ, in every field, Hot included
+// (whose field order may differ), or "" when they do not.
+func sameDecoded(got, want *Entry) string {
+	if d := entryDiff(got, want); d != "" {
+		return d
+	}
+	switch {
+	case got.Pass != want.Pass:
+		return fmt.Sprintf("Pass = %v, want %v", got.Pass, want.Pass)
+	case (got.Header == nil) != (want.Header == nil):
+		return fmt.Sprintf("Header nil %v, want nil %v", got.Header == nil, want.Header == nil)
+	case (got.Vary == nil) != (want.Vary == nil):
+		return fmt.Sprintf("Vary nil %v, want nil %v", got.Vary == nil, want.Vary == nil)
+	case cap(got.Body) != cap(want.Body) || got.bodyPrefix != want.bodyPrefix || got.Size() != want.Size():
+		return fmt.Sprintf("body cap %d, prefix %d, Size %d; want %d, %d, %d", cap(got.Body), got.bodyPrefix, got.Size(),
+			cap(want.Body), want.bodyPrefix, want.Size())
+	case got.Hot.BornNano != want.Hot.BornNano || got.Hot.FreshNano != want.Hot.FreshNano || got.Hot.KeepNano != want.Hot.KeepNano:
+		return fmt.Sprintf("Hot times %+v, want %+v", got.Hot, want.Hot)
+	case got.Hot.Names == nil || len(got.Hot.Names) != len(want.Hot.Names) || len(got.Hot.Values) != len(got.Hot.Names):
+		return fmt.Sprintf("Hot.Names %q, want %q", got.Hot.Names, want.Hot.Names)
+	}
+	for i, name := range got.Hot.Names {
+		if !reflect.DeepEqual(got.Hot.Values[i], want.Header[name]) {
+			return fmt.Sprintf("Hot field %q = %q, want %q", name, got.Hot.Values[i], want.Header[name])
+		}
+	}
+	return ""
+}
+
+// TestDecodeFast: the entries Weir writes take decodeFast, and decode as decodeChecked
+// reads them; those it leaves to decodeChecked do not.
+func TestDecodeFast(t *testing.T) {
+	long := strings.Repeat("v", 300)
+	tests := []struct {
+		desc string
+		e    *Entry
+		fast bool
+	}{
+		{desc: "full answer", e: codecEntries()[0].e, fast: true},
+		{desc: "a value of two length bytes", e: &Entry{Status: 200, Header: http.Header{"Set-Cookie": {long, "a"}, "Content-Length": {"1"}}, Body: []byte("x"), Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}, fast: true},
+		{desc: "HEAD answer", e: codecEntries()[1].e, fast: true},
+		{desc: "hit-for-pass mark", e: &Entry{Pass: true, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn.Add(30 * time.Second)}, fast: true},
+		{desc: "variant index", e: &Entry{VaryIndex: true, Vary: []string{"Accept"}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}, fast: true},
+		{desc: "variant index born after its freshness ends", e: codecEntries()[3].e},
+		{desc: "tags", e: &Entry{Status: 200, Tags: []string{"t"}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
+		{desc: "a value of three length bytes", e: &Entry{Status: 200, Header: http.Header{"X": {strings.Repeat("v", 1<<14)}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
+		{desc: "non-canonical content-length", e: &Entry{Status: 200, Header: http.Header{"content-length": {"0"}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
+	}
+	for _, tc := range tests {
+		b := Encode(tc.e)
+		f := decodeFast(b)
+		if (f != nil) != tc.fast {
+			t.Errorf("%s: decodeFast took it: %v, want %v", tc.desc, f != nil, tc.fast)
+		}
+		c, err := decodeChecked(b)
+		if err != nil {
+			t.Fatalf("%s: decodeChecked: %v", tc.desc, err)
+		}
+		if f != nil {
+			if d := sameDecoded(f, c); d != "" {
+				t.Errorf("%s: %s", tc.desc, d)
+			}
+		}
+		checkDecode(t, b)
 	}
 }
 
