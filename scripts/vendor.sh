@@ -14,3 +14,9 @@ for p in patches/*.patch; do
   [ -e "$p" ] || continue
   patch -p1 --forward --batch --no-backup-if-mismatch --quiet < "$p"
 done
+
+# The patched redigo adds API of Weir's (redis.DoBulk), so the modules outside the plugin that
+# build Weir (testmod/, whose go.mod replaces redigo with this directory) must build against
+# the patched copy, not the module proxy's: a go.mod makes the directory a module they can
+# replace it with. The go command ignores it when it builds from vendor/, and so does Yaegi.
+printf 'module github.com/gomodule/redigo\n\ngo 1.17\n' > vendor/github.com/gomodule/redigo/go.mod

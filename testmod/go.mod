@@ -36,3 +36,6 @@ require (
 replace github.com/weirproxy/weir => ../
 
 replace github.com/weirproxy/weir/e2e => ../e2e
+
+// Weir's vendored redigo carries Weir's patches (patches/, scripts/vendor.sh), API included.
+replace github.com/gomodule/redigo => ../vendor/github.com/gomodule/redigo

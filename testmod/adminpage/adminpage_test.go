@@ -366,8 +366,8 @@ func (s *site) get(path string, header map[string]string) reply {
 	return reply{status: resp.StatusCode, cacheStatus: resp.Header.Get("Cache-Status"), body: string(body)}
 }
 
-// breaker is the breaker of key as api/state shows it; the zero Breaker if it is not listed.
-func (s *site) breaker(key string) admin.Breaker {
+// state is what api/state answers.
+func (s *site) state() admin.State {
 	s.t.Helper()
 	r := s.get(adminPath+"/api/state", map[string]string{"Authorization": "Bearer " + token})
 	if r.status != http.StatusOK {
@@ -377,7 +377,13 @@ func (s *site) breaker(key string) admin.Breaker {
 	if err := json.Unmarshal([]byte(r.body), &st); err != nil {
 		s.t.Fatalf("api/state: %v in %q", err, r.body)
 	}
-	for _, b := range st.Breakers {
+	return st
+}
+
+// breaker is the breaker of key as api/state shows it; the zero Breaker if it is not listed.
+func (s *site) breaker(key string) admin.Breaker {
+	s.t.Helper()
+	for _, b := range s.state().Breakers {
 		if b.Key == key {
 			return b
 		}
@@ -388,15 +394,7 @@ func (s *site) breaker(key string) admin.Breaker {
 // pace is the pace in force for name as api/state shows it; the zero Pace if none.
 func (s *site) pace(name string) admin.Pace {
 	s.t.Helper()
-	r := s.get(adminPath+"/api/state", map[string]string{"Authorization": "Bearer " + token})
-	if r.status != http.StatusOK {
-		s.t.Fatalf("api/state: %d %q", r.status, r.body)
-	}
-	var st admin.State
-	if err := json.Unmarshal([]byte(r.body), &st); err != nil {
-		s.t.Fatalf("api/state: %v in %q", err, r.body)
-	}
-	for _, p := range st.Pacing {
+	for _, p := range s.state().Pacing {
 		if p.Name == name {
 			return p
 		}
