@@ -77,11 +77,13 @@ type apiObject struct {
 // routersEnabled reports whether the API lists all routers and middlewares of tr.dyn; it
 // returns an error if one of them is disabled.
 func (tr *Traefik) routersEnabled() (bool, error) {
-	routers, err := tr.apiList("/api/http/routers")
+	// Middlewares first: routers read after them reflect a configuration at least as new, so
+	// a router read before the provider plugin's presets arrived is not judged with them.
+	middlewares, err := tr.apiList("/api/http/middlewares")
 	if err != nil {
 		return false, nil
 	}
-	middlewares, err := tr.apiList("/api/http/middlewares")
+	routers, err := tr.apiList("/api/http/routers")
 	if err != nil {
 		return false, nil
 	}
@@ -111,6 +113,10 @@ func (tr *Traefik) routersEnabled() (bool, error) {
 			return false, nil
 		}
 		if obj.Status != "enabled" && obj.Status != "warning" {
+			if tr.opts.Provider != nil && strings.Contains(strings.Join(obj.Error, "; "), "@plugin-"+ProviderAlias+"\" does not exist") {
+				// Judged on a configuration from before the provider's presets: not yet.
+				return false, nil
+			}
 			return false, fmt.Errorf("%w: %s is %s: %s", errRouter, w, obj.Status, strings.Join(obj.Error, "; "))
 		}
 	}
