@@ -11,9 +11,12 @@ import (
 
 	"github.com/weirproxy/weir/core"
 	"github.com/weirproxy/weir/core/admin"
+	"github.com/weirproxy/weir/core/admit"
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/budget"
+	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/core/neg"
 )
 
 // errConfig wraps every configuration error, which names the field and the value.
@@ -25,9 +28,44 @@ var errConfig = errors.New("weir: invalid configuration")
 func (c *Config) Check() error {
 	s, err := c.settings()
 	if err != nil {
-		return err
+		return configError(err)
 	}
-	return core.Check(s)
+	if err := core.Check(s); err != nil {
+		return configError(err)
+	}
+	return nil
+}
+
+// sentinelTexts are the texts of the sentinel errors that the core and its packages wrap
+// their setting errors in. Flattened into the core's message by `%w: %v`, they stood at both
+// ends of what Traefik logged ("invalid setting: breaker.window: 1ms must be at least 10ms:
+// invalid setting"): configError takes them off, so that every refusal reads as
+// errConfig's prefix, the field, the value and why.
+var sentinelTexts = []string{
+	core.ErrSettings.Error(), breaker.ErrInvalidSetting.Error(), admin.ErrSettings.Error(),
+	admit.ErrSettings.Error(), budget.ErrSettings.Error(), neg.ErrInvalidSetting.Error(),
+	events.ErrFormat.Error(),
+}
+
+// configError gives an error that New or Check refuses a configuration with its one form:
+// "weir: invalid configuration: <field>: <value> ...", whichever part of Weir found it. It
+// wraps errConfig and err both (`%.0w` wraps err and prints none of it), so that
+// errors.Is still tells a value the engine refused (core.ErrSettings) from one that did
+// not parse.
+func configError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), errConfig.Error()+": ")
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, t := range sentinelTexts {
+			if m := strings.TrimPrefix(msg, t+": "); m != msg {
+				msg, trimmed = m, true
+			}
+			if m := strings.TrimSuffix(msg, ": "+t); m != msg {
+				msg, trimmed = m, true
+			}
+		}
+	}
+	return fmt.Errorf("%w: %s%.0w", errConfig, msg, err)
 }
 
 // settings validates the configuration into the core's Settings.

@@ -174,16 +174,16 @@ func checkConfigError(t *testing.T, err error, a labelField, v1 string, b labelF
 	// The value is quoted with %q; look for it in the same form.
 	quoted := func(v string) bool { return strings.Contains(msg, fmt.Sprintf("%q", v)) }
 	switch {
-	case errors.Is(err, errConfig):
-		if !(named(a) && quoted(v1)) && !(named(b) && quoted(v2)) {
-			t.Errorf("%s=%q %s=%q: error %q names neither field with its value", a.name, v1, b.name, v2, msg)
-		}
+	case !errors.Is(err, errConfig) || !strings.HasPrefix(msg, errConfig.Error()+": "):
+		t.Errorf("%s=%q %s=%q: error %q is not a configuration error", a.name, v1, b.name, v2, msg)
 	case errors.Is(err, core.ErrSettings):
 		if !named(a) && !named(b) && !strings.Contains(msg, "limiter.") {
 			t.Errorf("%s=%q %s=%q: error %q names neither field", a.name, v1, b.name, v2, msg)
 		}
 	default:
-		t.Errorf("%s=%q %s=%q: error %q is neither a configuration nor a settings error", a.name, v1, b.name, v2, msg)
+		if !(named(a) && quoted(v1)) && !(named(b) && quoted(v2)) {
+			t.Errorf("%s=%q %s=%q: error %q names neither field with its value", a.name, v1, b.name, v2, msg)
+		}
 	}
 }
 

@@ -260,6 +260,7 @@ func CreateConfig() *Config {
 func New(ctx context.Context, next http.Handler, config *Config, name string) (http.Handler, error) {
 	s, err := config.settings()
 	if err != nil {
+		err = configError(err)
 		core.ConfigRejected(name, config.Log.Format, err)
 		return nil, err
 	}
@@ -267,6 +268,7 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	// returned through an interface-typed result (docs/yaegi.md).
 	h, err := core.New(name, s, next)
 	if err != nil {
+		err = configError(err)
 		core.ConfigRejected(name, config.Log.Format, err)
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -71,6 +72,21 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"admission protect", func(c *Config) { c.Admission.Protect = []string{"health"} }, "admission.protect", "health"},
 		{"pacing without rate", func(c *Config) { c.Pacing = []string{"feeds.example.com"} }, "pacing", "feeds.example.com"},
 		{"pacing rate", func(c *Config) { c.Pacing = []string{"feeds.example.com=3/7s"} }, "pacing", "feeds.example.com=3/7s"},
+		// Refused by the core rather than by the configuration's parser: the same form.
+		{"breaker window too short", func(c *Config) { c.Breaker.Window = "1ms" }, "breaker.window", "1ms"},
+		{"breaker maxOpenFor under openFor", func(c *Config) {
+			c.Breaker.OpenFor = "10s"
+			c.Breaker.MaxOpenFor = "5s"
+		}, "breaker.maxOpenFor", "5s"},
+		{"breaker override", func(c *Config) { c.Breaker.Overrides = []string{"api.example.com: window=1ms"} }, "breaker.overrides[0]", "1ms"},
+		{"admin path", func(c *Config) {
+			c.Admin.Path = "weir"
+			c.Admin.Token = "secret"
+		}, "admin.path", "weir"},
+		{"admin path without access", func(c *Config) { c.Admin.Path = "/_weir" }, "admin.path", "/_weir"},
+		{"log format", func(c *Config) { c.Log.Format = "xml" }, "log.format", "xml"},
+		{"purge without access", func(c *Config) { c.Cache.AllowPurge = "true" }, "cache.allowPurge", "true"},
+		{"sentinel without a master", func(c *Config) { c.Store.URL = "redis-sentinel://a/" }, "store.url", "redis-sentinel://a/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -82,6 +98,17 @@ func TestNewRejectsBadValues(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.field) || !strings.Contains(err.Error(), tt.value) {
 				t.Errorf("error %q does not name %s and %q", err, tt.field, tt.value)
+			}
+			// One form whichever part of Weir refused it: the prefix, then the field, and
+			// no sentinel's text left at either end.
+			if want := "weir: invalid configuration: " + tt.field; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("error %q, want it to begin %q", err, want)
+			}
+			if strings.Contains(err.Error(), "invalid setting") || strings.HasSuffix(err.Error(), "log format") {
+				t.Errorf("error %q still carries a sentinel's text", err)
+			}
+			if !errors.Is(err, errConfig) {
+				t.Errorf("error %q does not wrap errConfig", err)
 			}
 			// Check, what the provider plugin checks its presets with, refuses it with
 			// New's own message.
