@@ -129,9 +129,8 @@ func breakerView(b breaker.Status, now time.Time) admin.Breaker {
 	}
 }
 
-// breakerParams lists the parameters in force, as the configuration names them: first those
-// an operator may override, as breaker.overrides writes them, each marked where o overrides
-// it, then the slow-call and probe parameters (slowCall "0s": off).
+// breakerParams lists the parameters in force, as the configuration names them and
+// breaker.overrides writes them, each marked where o overrides it (slowCall "0s": off).
 func breakerParams(s breaker.Settings, o breaker.Override) []admin.Param {
 	return []admin.Param{
 		{Name: "window", Value: s.Window.String(), Override: o.Window != 0},
@@ -139,10 +138,10 @@ func breakerParams(s breaker.Settings, o breaker.Override) []admin.Param {
 		{Name: "failureRatio", Value: fmt.Sprint(s.FailureRatio), Override: o.FailureRatio != 0},
 		{Name: "openFor", Value: s.OpenFor.String(), Override: o.OpenFor != 0},
 		{Name: "maxOpenFor", Value: s.MaxOpenFor.String(), Override: o.MaxOpenFor != 0},
-		{Name: "slowCall", Value: s.SlowCall.String()},
-		{Name: "slowCallRatio", Value: fmt.Sprint(s.SlowCallRatio)},
-		{Name: "probes", Value: fmt.Sprint(s.Probes)},
-		{Name: "probeInterval", Value: s.ProbeInterval.String()},
+		{Name: "slowCall", Value: s.SlowCall.String(), Override: o.SlowCall != 0},
+		{Name: "slowCallRatio", Value: fmt.Sprint(s.SlowCallRatio), Override: o.SlowCallRatio != 0},
+		{Name: "probes", Value: fmt.Sprint(s.Probes), Override: o.Probes != 0},
+		{Name: "probeInterval", Value: s.ProbeInterval.String(), Override: o.ProbeInterval != 0},
 	}
 }
 

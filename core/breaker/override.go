@@ -22,6 +22,14 @@ type Override struct {
 	OpenFor time.Duration
 	// MaxOpenFor caps the open period as failed probes double it.
 	MaxOpenFor time.Duration
+	// SlowCall makes a result that took longer a slow call (Settings.SlowCall).
+	SlowCall time.Duration
+	// SlowCallRatio is the share of slow calls that opens the breaker. At most 1.
+	SlowCallRatio float64
+	// Probes is how many probes in a row must succeed before a half-open breaker closes.
+	Probes int
+	// ProbeInterval spaces the probes of a half-open breaker that needs more than one.
+	ProbeInterval time.Duration
 }
 
 // KeyOverride is a scope key with the Override an operator set for it.
@@ -60,6 +68,18 @@ func (o Override) over(s Settings) Settings {
 	if o.MaxOpenFor != 0 {
 		s.MaxOpenFor = o.MaxOpenFor
 	}
+	if o.SlowCall != 0 {
+		s.SlowCall = o.SlowCall
+	}
+	if o.SlowCallRatio != 0 {
+		s.SlowCallRatio = o.SlowCallRatio
+	}
+	if o.Probes != 0 {
+		s.Probes = o.Probes
+	}
+	if o.ProbeInterval != 0 {
+		s.ProbeInterval = o.ProbeInterval
+	}
 	return s
 }
 
@@ -81,6 +101,18 @@ func (o Override) String() string {
 	}
 	if o.MaxOpenFor != 0 {
 		parts = append(parts, "maxOpenFor="+o.MaxOpenFor.String())
+	}
+	if o.SlowCall != 0 {
+		parts = append(parts, "slowCall="+o.SlowCall.String())
+	}
+	if o.SlowCallRatio != 0 {
+		parts = append(parts, "slowCallRatio="+strconv.FormatFloat(o.SlowCallRatio, 'g', -1, 64))
+	}
+	if o.Probes != 0 {
+		parts = append(parts, "probes="+strconv.Itoa(o.Probes))
+	}
+	if o.ProbeInterval != 0 {
+		parts = append(parts, "probeInterval="+o.ProbeInterval.String())
 	}
 	return strings.Join(parts, " ")
 }
@@ -201,5 +233,9 @@ func (b *Breaker) setOverride(o Override, s Settings) {
 	b.s.FailureRatio = s.FailureRatio
 	b.s.OpenFor = s.OpenFor
 	b.s.MaxOpenFor = s.MaxOpenFor
+	b.s.SlowCall = s.SlowCall
+	b.s.SlowCallRatio = s.SlowCallRatio
+	b.s.Probes = s.Probes
+	b.s.ProbeInterval = s.ProbeInterval
 	b.mu.Unlock()
 }

@@ -61,10 +61,12 @@ func TestOverrideValidate(t *testing.T) {
 func wantParams(t *testing.T, st Status, s Settings, ov Override) {
 	t.Helper()
 	if st.Window != s.Window || st.MinRequests != s.MinRequests || st.FailureRatio != s.FailureRatio ||
-		st.OpenFor != s.OpenFor || st.MaxOpenFor != s.MaxOpenFor || st.Override != ov {
-		t.Errorf("Status() parameters = %v %d %v %v %v, override %+v; want %v %d %v %v %v, override %+v",
-			st.Window, st.MinRequests, st.FailureRatio, st.OpenFor, st.MaxOpenFor, st.Override,
-			s.Window, s.MinRequests, s.FailureRatio, s.OpenFor, s.MaxOpenFor, ov)
+		st.OpenFor != s.OpenFor || st.MaxOpenFor != s.MaxOpenFor || st.SlowCall != s.SlowCall ||
+		st.SlowCallRatio != s.SlowCallRatio || st.Probes != s.Probes || st.ProbeInterval != s.ProbeInterval ||
+		st.Override != ov {
+		t.Errorf("Status() parameters = %v %d %v %v %v %v %v %d %v, override %+v; want %v %d %v %v %v %v %v %d %v, override %+v",
+			st.Window, st.MinRequests, st.FailureRatio, st.OpenFor, st.MaxOpenFor, st.SlowCall, st.SlowCallRatio, st.Probes, st.ProbeInterval, st.Override,
+			s.Window, s.MinRequests, s.FailureRatio, s.OpenFor, s.MaxOpenFor, s.SlowCall, s.SlowCallRatio, s.Probes, s.ProbeInterval, ov)
 	}
 }
 
@@ -248,8 +250,9 @@ func TestOverrideString(t *testing.T) {
 	}{
 		{desc: "zero", o: Override{}, want: ""},
 		{desc: "some", o: Override{FailureRatio: 0.3, Window: 30 * time.Second}, want: "window=30s failureRatio=0.3"},
-		{desc: "all", o: Override{Window: time.Minute, MinRequests: 50, FailureRatio: 1, OpenFor: 10 * time.Second, MaxOpenFor: 2 * time.Minute},
-			want: "window=1m0s minRequests=50 failureRatio=1 openFor=10s maxOpenFor=2m0s"},
+		{desc: "all", o: Override{Window: time.Minute, MinRequests: 50, FailureRatio: 1, OpenFor: 10 * time.Second, MaxOpenFor: 2 * time.Minute,
+			SlowCall: 2 * time.Second, SlowCallRatio: 0.4, Probes: 3, ProbeInterval: 500 * time.Millisecond},
+			want: "window=1m0s minRequests=50 failureRatio=1 openFor=10s maxOpenFor=2m0s slowCall=2s slowCallRatio=0.4 probes=3 probeInterval=500ms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -14,6 +14,10 @@ const (
 	setFailureRatio
 	setOpenFor
 	setMaxOpenFor
+	setSlowCall
+	setSlowCallRatio
+	setProbes
+	setProbeInterval
 )
 
 // ParseOverride reads one entry of the dynamic configuration's breaker.overrides: a key, a
@@ -32,10 +36,11 @@ const (
 // Breakers are per host, not per port, so "api.example.com:8443" and "api.example.com" name
 // one breaker; a Group reduces the key further under scope domain (Group.SetOverride).
 //
-// The names are window, minRequests, failureRatio, openFor and maxOpenFor, matched whatever
-// their case, as Traefik matches option names. window, openFor and maxOpenFor are Go
-// durations (30s, 1m30s), minRequests a whole number, failureRatio a number above 0 and at
-// most 1. Each name may be given once and every value must be above zero: a name left out
+// The names are window, minRequests, failureRatio, openFor, maxOpenFor, slowCall,
+// slowCallRatio, probes and probeInterval, matched whatever their case, as Traefik matches
+// option names. window, openFor, maxOpenFor, slowCall and probeInterval are Go durations
+// (30s, 1m30s), minRequests and probes whole numbers, failureRatio and slowCallRatio numbers
+// above 0 and at most 1. Each name may be given once and every value must be above zero: a name left out
 // keeps the group's default. Errors name the part at fault and wrap ErrInvalidSetting.
 //
 // The configuration holds a list of these strings rather than a map from host to settings
@@ -178,8 +183,22 @@ func setField(o *Override, pair string) (int, error) {
 	case "maxopenfor":
 		bit = setMaxOpenFor
 		d = &o.MaxOpenFor
+	case "slowcall":
+		bit = setSlowCall
+		d = &o.SlowCall
+	case "slowcallratio":
+		bit = setSlowCallRatio
+		o.SlowCallRatio, err = strconv.ParseFloat(v, 64)
+		zero = o.SlowCallRatio == 0
+	case "probes":
+		bit = setProbes
+		o.Probes, err = strconv.Atoi(v)
+		zero = o.Probes == 0
+	case "probeinterval":
+		bit = setProbeInterval
+		d = &o.ProbeInterval
 	default:
-		return 0, fmt.Errorf("%q: unknown name: want window, minRequests, failureRatio, openFor or maxOpenFor: %w", name, ErrInvalidSetting)
+		return 0, fmt.Errorf("%q: unknown name: want window, minRequests, failureRatio, openFor, maxOpenFor, slowCall, slowCallRatio, probes or probeInterval: %w", name, ErrInvalidSetting)
 	}
 	if d != nil {
 		dur, derr := time.ParseDuration(v)
@@ -199,9 +218,9 @@ func setField(o *Override, pair string) (int, error) {
 // kindOf names what the value of the field with bit must be.
 func kindOf(bit int) string {
 	switch bit {
-	case setMinRequests:
+	case setMinRequests, setProbes:
 		return "whole number"
-	case setFailureRatio:
+	case setFailureRatio, setSlowCallRatio:
 		return "number"
 	}
 	return "duration such as 30s"

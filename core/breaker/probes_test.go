@@ -58,6 +58,31 @@ func TestProbesCloseAfterN(t *testing.T) {
 	}
 }
 
+// An override's probes and probeInterval hold one key's breaker half-open for that many
+// probes, that far apart; the group's default (one probe) closes the others.
+func TestProbesOverride(t *testing.T) {
+	g := newTestGroup(t, Settings{})
+	if err := g.SetOverride("careful.example", Override{Probes: 2, ProbeInterval: 3 * time.Second}); err != nil {
+		t.Fatalf("SetOverride() = %v", err)
+	}
+	careful, other := g.Get("careful.example", t0), g.Get("other.example", t0)
+	tripAt(t, careful, t0)
+	tripAt(t, other, t0)
+	now := careful.Status(t0).OpenUntil
+	if got := probe(t, other, other.Status(t0).OpenUntil, false, time.Millisecond); got != Recovered {
+		t.Fatalf("the other key's probe = %d, want %d (closed by one)", got, Recovered)
+	}
+	if got := probe(t, careful, now, false, time.Millisecond); got != Unchanged {
+		t.Fatalf("first probe = %d, want %d (half-open still)", got, Unchanged)
+	}
+	if p := careful.Allow(now.Add(3*time.Second - time.Millisecond)); p.Allowed {
+		t.Fatalf("Allow() 1ms before the override's interval = %+v, want refused", p)
+	}
+	if got := probe(t, careful, now.Add(3*time.Second), false, time.Millisecond); got != Recovered {
+		t.Fatalf("second probe = %d, want %d", got, Recovered)
+	}
+}
+
 // A probe that fails, or succeeds slower than SlowCall, after others succeeded opens the
 // breaker again for twice as long, and the count of good probes starts over.
 func TestProbesFailAfterSome(t *testing.T) {

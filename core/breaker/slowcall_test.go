@@ -63,6 +63,25 @@ func TestSlowCallsOpen(t *testing.T) {
 	}
 }
 
+// An override's slowCall and slowCallRatio make one key's slow calls open its breaker, while
+// the group's other keys, without slowCall, stay closed.
+func TestSlowCallOverride(t *testing.T) {
+	g := newTestGroup(t, Settings{MinRequests: 4})
+	if err := g.SetOverride("slow.example", Override{SlowCall: time.Second, SlowCallRatio: 0.75}); err != nil {
+		t.Fatalf("SetOverride() = %v", err)
+	}
+	slow, other := g.Get("slow.example", t0), g.Get("other.example", t0)
+	feedTimed(t, slow, 1, false, time.Millisecond, t0)
+	feedTimed(t, other, 1, false, time.Millisecond, t0)
+	feedTimed(t, slow, 3, false, 2*time.Second, t0)
+	feedTimed(t, other, 3, false, 2*time.Second, t0)
+	wantState(t, slow, t0, StateOpen)
+	wantState(t, other, t0, StateClosed)
+	if st := slow.Status(t0); st.TripReason != ReasonSlowCalls {
+		t.Errorf("Status().TripReason = %q, want %q", st.TripReason, ReasonSlowCalls)
+	}
+}
+
 // The failure ratio is judged first: a window that meets both rules opened on failures.
 func TestFailureRatioBeforeSlowCalls(t *testing.T) {
 	b := newTestBreaker(t, Settings{SlowCall: time.Second, MinRequests: 4})
