@@ -12,9 +12,12 @@ import (
 // configurationDoc is the reference of every option.
 const configurationDoc = "docs/configuration.md"
 
-// docRow is one option's row in the reference.
+// docRow is one option's row in the reference (or in README's table of options).
 type docRow struct {
 	option string
+	// def is the default as the row's second cell gives it, up to what explains it ("`0s`"
+	// of "`0s`: none" and of "`0s` (none)").
+	def string
 	// bad and message are the row's bad example value and the part of New's error that
 	// names what is wrong; empty when any value is taken.
 	bad, message string
@@ -48,7 +51,13 @@ func jsonName(f reflect.StructField) string {
 // readDocRows reads the rows of the reference's table of options.
 func readDocRows(t *testing.T) map[string]docRow {
 	t.Helper()
-	data, err := os.ReadFile(configurationDoc)
+	return readRows(t, configurationDoc)
+}
+
+// readRows reads the table rows of the Markdown file at path whose first cell is code.
+func readRows(t *testing.T, path string) map[string]docRow {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -59,6 +68,12 @@ func readDocRows(t *testing.T) map[string]docRow {
 		}
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
 		r := docRow{option: strings.Trim(cells[0], "`")}
+		if len(cells) > 1 {
+			r.def = cells[1]
+			if i := strings.IndexAny(r.def, ":("); i > 0 {
+				r.def = strings.TrimSpace(r.def[:i])
+			}
+		}
 		last := cells[len(cells)-1]
 		if i := strings.Index(last, "`: `"); strings.HasPrefix(last, "`") && i > 0 {
 			r.bad = last[1:i]
@@ -140,5 +155,22 @@ func TestConfigurationReference(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadmeOptionsAgree: README's table of options, which speaks to operators beside the
+// reference, has a row for every field of Config, with the reference's default.
+func TestReadmeOptionsAgree(t *testing.T) {
+	ref := readDocRows(t)
+	readme := readRows(t, "README.md")
+	for _, f := range configFields() {
+		r, ok := readme[f]
+		if !ok {
+			t.Errorf("README.md: no row for %s", f)
+			continue
+		}
+		if r.def != ref[f].def {
+			t.Errorf("%s: README.md's default %q, %s's %q", f, r.def, configurationDoc, ref[f].def)
+		}
 	}
 }
