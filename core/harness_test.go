@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -49,6 +50,20 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 var testNames int64
+
+// newTestFleet is one instance's fleet over a breaker group of s and the pacing p (nil:
+// none), reading and writing st on clock's time. The store is set by hand, not by setStore:
+// no loop runs, the test polls.
+func newTestFleet(t *testing.T, clock *fakeClock, s breaker.Settings, p *pacing, st store.Store) (*fleet, *breaker.Group) {
+	t.Helper()
+	g, err := breaker.NewGroup(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFleet("mw", g, p, clock.Now)
+	f.st = st
+	return f, g
+}
 
 // uniqueEngineName returns a middleware name no other test or benchmark run uses: engines
 // live in a process-wide registry, and a benchmark function runs several times.

@@ -200,17 +200,11 @@ func TestFleetSharesPaces(t *testing.T) {
 	clock := newFakeClock()
 	shared := store.NewMemory(store.MemorySettings{})
 	newInstance := func() (*fleet, *pacing) {
-		g, err := breaker.NewGroup(breaker.Settings{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		p := newPacing()
 		if err := p.configure([]Pace{{Name: "example.org", Rate: budget.Rate{N: 1, Per: time.Second}}}, time.Second, nil); err != nil {
 			t.Fatal(err)
 		}
-		f := newFleet("mw", g, p, clock.Now)
-		// The store is set by hand, not by setStore: no loop runs, the test reads.
-		f.st = shared
+		f, _ := newTestFleet(t, clock, breaker.Settings{}, p, shared)
 		return f, p
 	}
 	rateOf := func(p *pacing, name string) string {
