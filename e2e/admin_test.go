@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -126,16 +124,6 @@ func TestAdminBreakerByHand(t *testing.T) {
 	wantCount(t, o, "/adm/live", 2)
 }
 
-// sendBody is send with a request body.
-func sendBody(t *testing.T, tr *Traefik, method, path string, header map[string]string, body string) reply {
-	t.Helper()
-	r, err := fetchBody(context.Background(), tr.Client(), requestTimeout, method, tr.URL(path), header, body)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return r
-}
-
 // TestAdminFleet: with a shared store, a breaker opened, closed or tuned, and a pace set or
 // cleared, through one Traefik's admin reaches the other Traefik within a second (each reads the
 // operators' control record every half second).
@@ -198,16 +186,9 @@ func TestAdminPacing(t *testing.T) {
 		host = "feeds.example.com"
 	)
 	o := newOrigin(t)
-	var mu sync.Mutex
-	var arrivals []time.Time
+	var arrivals arrivalLog
 	for i := 0; i < n; i++ {
-		o.Handle(fmt.Sprintf("/adp/feed/%d", i), func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			arrivals = append(arrivals, time.Now())
-			mu.Unlock()
-			w.Header().Set("Cache-Control", "no-store")
-			io.WriteString(w, "feed")
-		})
+		o.Handle(fmt.Sprintf("/adp/feed/%d", i), arrivals.handler())
 	}
 	conf := map[string]interface{}{
 		"admin":   map[string]interface{}{"path": "/adp/_weir", "token": adminTestToken},
@@ -219,9 +200,7 @@ func TestAdminPacing(t *testing.T) {
 	// detail is the Cache-Status detail each must carry ("": any).
 	round := func(what, detail string) []time.Duration {
 		t.Helper()
-		mu.Lock()
-		arrivals = nil
-		mu.Unlock()
+		arrivals.take()
 		var wg sync.WaitGroup
 		for i := 0; i < n; i++ {
 			wg.Add(1)
@@ -238,16 +217,11 @@ func TestAdminPacing(t *testing.T) {
 			}(i)
 		}
 		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		if len(arrivals) != n {
-			t.Fatalf("%s: %d requests reached the origin, want %d", what, len(arrivals), n)
+		at := arrivals.take()
+		if len(at) != n {
+			t.Fatalf("%s: %d requests reached the origin, want %d", what, len(at), n)
 		}
-		sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].Before(arrivals[j]) })
-		var gaps []time.Duration
-		for i := 1; i < n; i++ {
-			gaps = append(gaps, arrivals[i].Sub(arrivals[i-1]))
-		}
+		gaps := gapsBetween(at)
 		t.Logf("%s: gaps between arrivals %v", what, gaps)
 		return gaps
 	}
