@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/await"
 )
 
 const adminTestToken = "e2e-operator-token"
@@ -201,22 +202,17 @@ func TestAdminPacing(t *testing.T) {
 	round := func(what, detail string) []time.Duration {
 		t.Helper()
 		arrivals.take()
-		var wg sync.WaitGroup
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				r, err := fetch(context.Background(), tr.Client(), 30*time.Second, http.MethodGet,
-					tr.URL(fmt.Sprintf("/adp/feed/%d", i)), map[string]string{"Host": host})
-				if err != nil || r.status != http.StatusOK {
-					t.Errorf("%s, request %d: %d (Cache-Status %q) %v, want 200", what, i, r.status, r.header.Get("Cache-Status"), err)
-				}
-				if got := r.cacheStatus().params["detail"]; detail != "" && got != detail {
-					t.Errorf("%s, request %d: Cache-Status %q, want detail=%s", what, i, r.header.Get("Cache-Status"), detail)
-				}
-			}(i)
-		}
-		wg.Wait()
+		// Each request waits at most 30s: a round is over within 40s, or hangs.
+		await.Goroutines(t, n, 40*time.Second, what, func(i int) {
+			r, err := fetch(context.Background(), tr.Client(), 30*time.Second, http.MethodGet,
+				tr.URL(fmt.Sprintf("/adp/feed/%d", i)), map[string]string{"Host": host})
+			if err != nil || r.status != http.StatusOK {
+				t.Errorf("%s, request %d: %d (Cache-Status %q) %v, want 200", what, i, r.status, r.header.Get("Cache-Status"), err)
+			}
+			if got := r.cacheStatus().params["detail"]; detail != "" && got != detail {
+				t.Errorf("%s, request %d: Cache-Status %q, want detail=%s", what, i, r.header.Get("Cache-Status"), detail)
+			}
+		})
 		at := arrivals.take()
 		if len(at) != n {
 			t.Fatalf("%s: %d requests reached the origin, want %d", what, len(at), n)
