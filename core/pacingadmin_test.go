@@ -12,11 +12,12 @@ import (
 	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/internal/clocktest"
 )
 
 // operatorPacing is the settings of a middleware with the admin on, pacing as configured in
 // list (none: nil), the limiter's maxQueueWait of 7s, and its timers in the test's hands.
-func operatorPacing(clock *fakeClock, list []Pace, logs *testLog) (Settings, chan paceTimer) {
+func operatorPacing(clock *clocktest.Clock, list []Pace, logs *testLog) (Settings, chan paceTimer) {
 	armed := make(chan paceTimer, 8)
 	after := func(d time.Duration, f func()) func() bool {
 		armed <- paceTimer{d: d, fire: f}
