@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/budget"
+	"github.com/weirproxy/weir/internal/clocktest"
 )
 
 // budgetSettings are settings with a fake clock and budgets of 2 requests per 10s and no
 // burst beyond them, clients read from X-Real-IP.
-func budgetSettings(clock *fakeClock) Settings {
+func budgetSettings(clock *clocktest.Clock) Settings {
 	return Settings{Now: clock.Now, Log: discardLog, Budgets: BudgetSettings{
 		Client: budget.Rate{N: 2, Per: 10 * time.Second}, Burst: 10 * time.Second, ClientHeader: "X-Real-IP",
 	}}

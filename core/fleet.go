@@ -203,9 +203,7 @@ func (f *fleet) applyPacing(paced, shared map[string]string, log func(string)) {
 		if err == nil {
 			err = f.pacing.setOperator(name, r)
 		}
-		if err != nil && log != nil {
-			log(fmt.Sprintf("pacing %q: the fleet's rate %q is refused here: %v", name, rate, err))
-		}
+		logRefused(log, "pacing", name, "rate", rate, err)
 	}
 	for name := range shared {
 		if _, ok := paced[name]; !ok {
@@ -223,8 +221,14 @@ func (f *fleet) applyOverride(key, params string, log func(string)) {
 	if err == nil {
 		err = f.group.SetOverride(key, o)
 	}
+	logRefused(log, "breaker", key, "override", params, err)
+}
+
+// logRefused logs, when err is set, that this instance refuses the value the control record
+// holds for name (what: a pace's rate, a breaker's override).
+func logRefused(log func(string), kind, name, what, value string, err error) {
 	if err != nil && log != nil {
-		log(fmt.Sprintf("breaker %q: the fleet's override %q is refused here: %v", key, params, err))
+		log(fmt.Sprintf("%s %q: the fleet's %s %q is refused here: %v", kind, name, what, value, err))
 	}
 }
 

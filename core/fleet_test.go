@@ -15,18 +15,8 @@ import (
 func TestFleetSharesOperatorActions(t *testing.T) {
 	clock := newFakeClock()
 	shared := store.NewMemory(store.MemorySettings{})
-	newInstance := func() (*fleet, *breaker.Group) {
-		g, err := breaker.NewGroup(breaker.Settings{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := newFleet("mw", g, nil, clock.Now)
-		// The store is set by hand, not by setStore: no loop runs, the test reads.
-		f.st = shared
-		return f, g
-	}
-	a, ga := newInstance()
-	b, gb := newInstance()
+	a, ga := newTestFleet(t, clock, breaker.Settings{}, nil, shared)
+	b, gb := newTestFleet(t, clock, breaker.Settings{}, nil, shared)
 	state := func(g *breaker.Group, key string) int { return g.Get(key, clock.Now()).State(clock.Now()) }
 	override := func(g *breaker.Group, key string) breaker.Override {
 		for _, ko := range g.Overrides() {
@@ -69,7 +59,7 @@ func TestFleetSharesOperatorActions(t *testing.T) {
 	}
 	// A later instance, once the open's deadline has passed.
 	clock.Add(2 * time.Minute)
-	c, gc := newInstance()
+	c, gc := newTestFleet(t, clock, breaker.Settings{}, nil, shared)
 	c.pollOnce()
 	if got := override(gc, "api.example.com"); got != o {
 		t.Errorf("a later instance's override %+v, want %+v", got, o)
@@ -95,9 +85,7 @@ func TestFleetSharesOperatorActions(t *testing.T) {
 func TestFleetIgnoresUnreadableRecord(t *testing.T) {
 	clock := newFakeClock()
 	shared := store.NewMemory(store.MemorySettings{})
-	g, _ := breaker.NewGroup(breaker.Settings{})
-	f := newFleet("mw", g, nil, clock.Now)
-	f.st = shared
+	f, _ := newTestFleet(t, clock, breaker.Settings{}, nil, shared)
 	ent := &store.Entry{Status: 200, Body: []byte("{not json"), Born: clock.Now(), FreshUntil: clock.Now().Add(time.Hour), KeepUntil: clock.Now().Add(time.Hour)}
 	ent.Prepare()
 	if err := shared.Set(context.Background(), f.key, ent); err != nil {
@@ -107,9 +95,7 @@ func TestFleetIgnoresUnreadableRecord(t *testing.T) {
 	if err := f.publishOverride("a.example.com", "window=20s", false); err != nil {
 		t.Fatalf("publishing over an unreadable record: %v, want it replaced", err)
 	}
-	g2, _ := breaker.NewGroup(breaker.Settings{})
-	f2 := newFleet("mw", g2, nil, clock.Now)
-	f2.st = shared
+	f2, g2 := newTestFleet(t, clock, breaker.Settings{}, nil, shared)
 	f2.pollOnce()
 	if ov := g2.Overrides(); len(ov) != 1 || ov[0].Key != "a.example.com" {
 		t.Errorf("overrides read from the new record %+v, want a.example.com's", ov)

@@ -36,14 +36,7 @@ func TestFleetCountsOpenBothInstances(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock := newFakeClock()
 			newInstance := func() (*fleet, *breaker.Group) {
-				g, err := breaker.NewGroup(breaker.Settings{Rand: func() float64 { return 0.5 }})
-				if err != nil {
-					t.Fatal(err)
-				}
-				f := newFleet("mw", g, nil, clock.Now)
-				// The store is set by hand, not by setStore: no loop runs, the test polls.
-				f.st = tc.st
-				return f, g
+				return newTestFleet(t, clock, breaker.Settings{Rand: func() float64 { return 0.5 }}, nil, tc.st)
 			}
 			fail := func(g *breaker.Group, n int) {
 				b := g.Get(key, clock.Now())
@@ -80,17 +73,9 @@ func TestFleetCountsAgeOut(t *testing.T) {
 	const key = "api.example.com"
 	clock := newFakeClock()
 	shared := store.NewMemory(store.MemorySettings{})
-	mk := func() (*fleet, *breaker.Group) {
-		g, err := breaker.NewGroup(breaker.Settings{Rand: func() float64 { return 0.5 }, Window: time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := newFleet("mw", g, nil, clock.Now)
-		f.st = shared
-		return f, g
-	}
-	a, ga := mk()
-	b, gb := mk()
+	s := breaker.Settings{Rand: func() float64 { return 0.5 }, Window: time.Minute}
+	a, ga := newTestFleet(t, clock, s, nil, shared)
+	b, gb := newTestFleet(t, clock, s, nil, shared)
 	ba := ga.Get(key, clock.Now())
 	for i := 0; i < 19; i++ {
 		ba.RecordCall(ba.Allow(clock.Now()), 503, true, 0, 0, clock.Now())

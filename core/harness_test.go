@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/internal/clocktest"
 )
 
 // The package's one test harness: the clock, the engine, requests, the scripted origin, and
@@ -25,30 +27,26 @@ var errTestNoFlight = errors.New("no flight under way")
 // testWait bounds every wait in the tests: past it a test fails with "hangs".
 const testWait = 5 * time.Second
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	// mu guards t.
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newFakeClock is a clock the test moves by hand.
+func newFakeClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 var testNames int64
+
+// newTestFleet is one instance's fleet over a breaker group of s and the pacing p (nil:
+// none), reading and writing st on clock's time. The store is set by hand, not by setStore:
+// no loop runs, the test polls.
+func newTestFleet(t *testing.T, clock *clocktest.Clock, s breaker.Settings, p *pacing, st store.Store) (*fleet, *breaker.Group) {
+	t.Helper()
+	g, err := breaker.NewGroup(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFleet("mw", g, p, clock.Now)
+	f.st = st
+	return f, g
+}
 
 // uniqueEngineName returns a middleware name no other test or benchmark run uses: engines
 // live in a process-wide registry, and a benchmark function runs several times.
@@ -248,7 +246,7 @@ func countingOrigin(t *testing.T, header []string) *scriptOrigin {
 
 // storedThenAged builds a handler over o on clock, has it answer a GET of url, storing what
 // o answers, and moves clock on by age: the start of the tests of what a stale entry does.
-func storedThenAged(t *testing.T, clock *fakeClock, o *scriptOrigin, url string, age time.Duration) *Handler {
+func storedThenAged(t *testing.T, clock *clocktest.Clock, o *scriptOrigin, url string, age time.Duration) *Handler {
 	t.Helper()
 	h := newTestHandler(t, Settings{Now: clock.Now}, o)
 	do(t, h, http.MethodGet, url)
@@ -258,7 +256,7 @@ func storedThenAged(t *testing.T, clock *fakeClock, o *scriptOrigin, url string,
 
 // staleWhileRevalidating is storedThenAged for a countingOrigin whose answers say max-age=10,
 // stale-while-revalidate=60: the start of the tests of stale-while-revalidate.
-func staleWhileRevalidating(t *testing.T, url string, age time.Duration) (*Handler, *scriptOrigin, *fakeClock) {
+func staleWhileRevalidating(t *testing.T, url string, age time.Duration) (*Handler, *scriptOrigin, *clocktest.Clock) {
 	t.Helper()
 	clock := newFakeClock()
 	o := countingOrigin(t, []string{"Cache-Control", "max-age=10, stale-while-revalidate=60"})

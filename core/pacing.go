@@ -171,13 +171,7 @@ func (p *pacing) setOperator(name string, r budget.Rate) error {
 	if len(operator) > operatorPacesMax {
 		return fmt.Errorf("name: %q: %d paces are set already, clear one first", name, operatorPacesMax)
 	}
-	t, err := buildPaceTable(paces(p), p.configured, operator, p.maxWait, p.afterFunc)
-	if err != nil {
-		return err
-	}
-	p.operator = operator
-	p.installLocked(t)
-	return nil
+	return p.installOperatorLocked(operator)
 }
 
 // clearOperator drops the operator's pace of name, back to the configuration's, and tells
@@ -195,13 +189,19 @@ func (p *pacing) clearOperator(name string) bool {
 		}
 	}
 	// Every rate was built before: nothing can be refused.
+	return p.installOperatorLocked(operator) == nil
+}
+
+// installOperatorLocked puts operator's paces in force over the configuration's, unless a
+// table cannot be built of them. p.mu must be held.
+func (p *pacing) installOperatorLocked(operator map[string]budget.Rate) error {
 	t, err := buildPaceTable(paces(p), p.configured, operator, p.maxWait, p.afterFunc)
 	if err != nil {
-		return false
+		return err
 	}
 	p.operator = operator
 	p.installLocked(t)
-	return true
+	return nil
 }
 
 // paceEntry is a pace in force as the admin lists it.

@@ -8,6 +8,7 @@ import (
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/internal/clocktest"
 )
 
 // paceTimer is one wait of a paced request, armed through the limiter's AfterFunc.
@@ -18,7 +19,7 @@ type paceTimer struct {
 
 // pacedHandler is a handler pacing feeds.example (and its subdomains) at 3/10s, with the
 // limiter's maxQueueWait of 7s, its clock and its timers in the test's hands.
-func pacedHandler(t *testing.T, o http.Handler) (*Handler, *fakeClock, chan paceTimer) {
+func pacedHandler(t *testing.T, o http.Handler) (*Handler, *clocktest.Clock, chan paceTimer) {
 	t.Helper()
 	clock := newFakeClock()
 	armed := make(chan paceTimer, 8)

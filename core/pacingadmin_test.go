@@ -12,11 +12,12 @@ import (
 	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/internal/clocktest"
 )
 
 // operatorPacing is the settings of a middleware with the admin on, pacing as configured in
 // list (none: nil), the limiter's maxQueueWait of 7s, and its timers in the test's hands.
-func operatorPacing(clock *fakeClock, list []Pace, logs *testLog) (Settings, chan paceTimer) {
+func operatorPacing(clock *clocktest.Clock, list []Pace, logs *testLog) (Settings, chan paceTimer) {
 	armed := make(chan paceTimer, 8)
 	after := func(d time.Duration, f func()) func() bool {
 		armed <- paceTimer{d: d, fire: f}
@@ -200,17 +201,11 @@ func TestFleetSharesPaces(t *testing.T) {
 	clock := newFakeClock()
 	shared := store.NewMemory(store.MemorySettings{})
 	newInstance := func() (*fleet, *pacing) {
-		g, err := breaker.NewGroup(breaker.Settings{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		p := newPacing()
 		if err := p.configure([]Pace{{Name: "example.org", Rate: budget.Rate{N: 1, Per: time.Second}}}, time.Second, nil); err != nil {
 			t.Fatal(err)
 		}
-		f := newFleet("mw", g, p, clock.Now)
-		// The store is set by hand, not by setStore: no loop runs, the test reads.
-		f.st = shared
+		f, _ := newTestFleet(t, clock, breaker.Settings{}, p, shared)
 		return f, p
 	}
 	rateOf := func(p *pacing, name string) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/missrate"
+	"github.com/weirproxy/weir/internal/clocktest"
 )
 
 // The origin protections as the engine wires them: the circuit breaker (FR-CB-1..5), the
@@ -62,7 +63,7 @@ func protectAnswer(n int, w http.ResponseWriter, r *http.Request) {
 
 // protectSettings are default settings on clock, with the breaker's jitter at its middle
 // (open periods exactly OpenFor, then doubled) and log and event lines collected in logs.
-func protectSettings(clock *fakeClock, logs *testLog) Settings {
+func protectSettings(clock *clocktest.Clock, logs *testLog) Settings {
 	return Settings{
 		Now:     clock.Now,
 		Breaker: breaker.Settings{Rand: func() float64 { return 0.5 }},
@@ -564,7 +565,7 @@ func TestBreakerLearnsFrom(t *testing.T) {
 
 // missRateSettings are protectSettings with the miss-rate detector throttling after
 // minMisses misses within a 10s window.
-func missRateSettings(clock *fakeClock, logs *testLog, minMisses int, throttle bool) Settings {
+func missRateSettings(clock *clocktest.Clock, logs *testLog, minMisses int, throttle bool) Settings {
 	s := protectSettings(clock, logs)
 	s.MissRate = missrate.Settings{Window: 10 * time.Second, MinMisses: minMisses, Throttle: throttle}
 	return s

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/internal/clocktest"
 )
 
 // The breaker's rules as the gate feeds them: the origin's 429 and Retry-After, slow calls,
@@ -24,7 +25,7 @@ import (
 //	/slow/...    200, after moving the clock on by 300ms
 //	/search/...  503 while *down is set, else 200
 //	otherwise    200
-func stopOrigin(t *testing.T, clock *fakeClock, down *int32) *scriptOrigin {
+func stopOrigin(t *testing.T, clock *clocktest.Clock, down *int32) *scriptOrigin {
 	return newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		kind := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)[0]

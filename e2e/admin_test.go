@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/await"
 )
 
 const adminTestToken = "e2e-operator-token"
@@ -126,16 +125,6 @@ func TestAdminBreakerByHand(t *testing.T) {
 	wantCount(t, o, "/adm/live", 2)
 }
 
-// sendBody is send with a request body.
-func sendBody(t *testing.T, tr *Traefik, method, path string, header map[string]string, body string) reply {
-	t.Helper()
-	r, err := fetchBody(context.Background(), tr.Client(), requestTimeout, method, tr.URL(path), header, body)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return r
-}
-
 // TestAdminFleet: with a shared store, a breaker opened, closed or tuned, and a pace set or
 // cleared, through one Traefik's admin reaches the other Traefik within a second (each reads the
 // operators' control record every half second).
@@ -198,16 +187,9 @@ func TestAdminPacing(t *testing.T) {
 		host = "feeds.example.com"
 	)
 	o := newOrigin(t)
-	var mu sync.Mutex
-	var arrivals []time.Time
+	var arrivals arrivalLog
 	for i := 0; i < n; i++ {
-		o.Handle(fmt.Sprintf("/adp/feed/%d", i), func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			arrivals = append(arrivals, time.Now())
-			mu.Unlock()
-			w.Header().Set("Cache-Control", "no-store")
-			io.WriteString(w, "feed")
-		})
+		o.Handle(fmt.Sprintf("/adp/feed/%d", i), arrivals.handler())
 	}
 	conf := map[string]interface{}{
 		"admin":   map[string]interface{}{"path": "/adp/_weir", "token": adminTestToken},
@@ -219,35 +201,23 @@ func TestAdminPacing(t *testing.T) {
 	// detail is the Cache-Status detail each must carry ("": any).
 	round := func(what, detail string) []time.Duration {
 		t.Helper()
-		mu.Lock()
-		arrivals = nil
-		mu.Unlock()
-		var wg sync.WaitGroup
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				r, err := fetch(context.Background(), tr.Client(), 30*time.Second, http.MethodGet,
-					tr.URL(fmt.Sprintf("/adp/feed/%d", i)), map[string]string{"Host": host})
-				if err != nil || r.status != http.StatusOK {
-					t.Errorf("%s, request %d: %d (Cache-Status %q) %v, want 200", what, i, r.status, r.header.Get("Cache-Status"), err)
-				}
-				if got := r.cacheStatus().params["detail"]; detail != "" && got != detail {
-					t.Errorf("%s, request %d: Cache-Status %q, want detail=%s", what, i, r.header.Get("Cache-Status"), detail)
-				}
-			}(i)
+		arrivals.take()
+		// Each request waits at most 30s: a round is over within 40s, or hangs.
+		await.Goroutines(t, n, 40*time.Second, what, func(i int) {
+			r, err := fetch(context.Background(), tr.Client(), 30*time.Second, http.MethodGet,
+				tr.URL(fmt.Sprintf("/adp/feed/%d", i)), map[string]string{"Host": host})
+			if err != nil || r.status != http.StatusOK {
+				t.Errorf("%s, request %d: %d (Cache-Status %q) %v, want 200", what, i, r.status, r.header.Get("Cache-Status"), err)
+			}
+			if got := r.cacheStatus().params["detail"]; detail != "" && got != detail {
+				t.Errorf("%s, request %d: Cache-Status %q, want detail=%s", what, i, r.header.Get("Cache-Status"), detail)
+			}
+		})
+		at := arrivals.take()
+		if len(at) != n {
+			t.Fatalf("%s: %d requests reached the origin, want %d", what, len(at), n)
 		}
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		if len(arrivals) != n {
-			t.Fatalf("%s: %d requests reached the origin, want %d", what, len(arrivals), n)
-		}
-		sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].Before(arrivals[j]) })
-		var gaps []time.Duration
-		for i := 1; i < n; i++ {
-			gaps = append(gaps, arrivals[i].Sub(arrivals[i-1]))
-		}
+		gaps := gapsBetween(at)
 		t.Logf("%s: gaps between arrivals %v", what, gaps)
 		return gaps
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -23,14 +22,8 @@ func TestAdmissionShedsFloodFirst(t *testing.T) {
 		slow         = 500 * time.Millisecond
 	)
 	o := newOrigin(t)
-	var inFlight, peak int64
-	o.Handle("/adm/slow", func(w http.ResponseWriter, r *http.Request) {
-		raiseMax(&peak, atomic.AddInt64(&inFlight, 1))
-		time.Sleep(slow)
-		atomic.AddInt64(&inFlight, -1)
-		w.Header().Set("Cache-Control", "no-store")
-		io.WriteString(w, "slow")
-	})
+	var flood inFlight
+	o.Handle("/adm/slow", flood.count(delayed(slow, answer("no-store", "slow"))))
 	o.Handle("/adm/calm", answer("no-store", "calm"))
 	conf := map[string]interface{}{
 		"admission": map[string]interface{}{
@@ -91,14 +84,14 @@ func TestAdmissionShedsFloodFirst(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("flood: %d served, %d shed (admission-host), %d other; origin peak in flight %d; calm host %d/20 served, slowest %v",
-		ok, shed, other, atomic.LoadInt64(&peak), calmOK, worst.Round(time.Millisecond))
+		ok, shed, other, flood.most(), calmOK, worst.Round(time.Millisecond))
 	if shed == 0 {
 		t.Error("no flood request was shed with admission-host")
 	}
 	if other > 0 {
 		t.Errorf("%d flood requests answered otherwise, e.g. %v", other, odd[:min(3, len(odd))])
 	}
-	if p := atomic.LoadInt64(&peak); p > 8 {
+	if p := flood.most(); p > 8 {
 		t.Errorf("origin peak in flight for the flood host %d, want at most the knee (8)", p)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -17,6 +18,16 @@ import (
 const buildTimeout = 15 * time.Minute
 
 var errNoTraefik = errors.New("no traefik binary")
+
+// Unavailable skips t for want of what msg names (a binary, a tool), or fails it when
+// WEIR_E2E=required, as in CI, where a skip would hide that the test never ran.
+func Unavailable(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("WEIR_E2E") == "required" {
+		t.Fatalf("%s (WEIR_E2E=required)", msg)
+	}
+	t.Skipf("%s; WEIR_E2E=required turns this skip into a failure", msg)
+}
 
 // FindTraefik returns the Traefik binary the harness runs: $WEIR_TRAEFIK when set, else the
 // path scripts/build-traefik.sh prints (building and caching Traefik the first time).

@@ -3,10 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"sort"
-	"sync"
 	"testing"
 	"time"
 )
@@ -92,16 +89,9 @@ func TestPacingSpacesRequests(t *testing.T) {
 		interval = 10 * time.Second / 3
 	)
 	o := newOrigin(t)
-	var mu sync.Mutex
-	var arrivals []time.Time
+	var arrivals arrivalLog
 	for i := 0; i < n; i++ {
-		o.Handle(fmt.Sprintf("/paced/%d", i), func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			arrivals = append(arrivals, time.Now())
-			mu.Unlock()
-			w.Header().Set("Cache-Control", "no-store")
-			io.WriteString(w, "feed")
-		})
+		o.Handle(fmt.Sprintf("/paced/%d", i), arrivals.handler())
 	}
 	o.Handle("/paced/other", answer("no-store", "other"))
 	conf := map[string]interface{}{
@@ -138,17 +128,14 @@ func TestPacingSpacesRequests(t *testing.T) {
 			t.Fatal("hangs: paced requests never answered")
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].Before(arrivals[j]) })
-	if len(arrivals) != n {
-		t.Fatalf("%d paced requests reached the origin, want %d", len(arrivals), n)
+	at := arrivals.take()
+	if len(at) != n {
+		t.Fatalf("%d paced requests reached the origin, want %d", len(at), n)
 	}
-	for i := 1; i < n; i++ {
-		gap := arrivals[i].Sub(arrivals[i-1])
-		t.Logf("arrival %d at %v, %v after the one before", i, arrivals[i].Sub(began).Round(time.Millisecond), gap.Round(time.Millisecond))
+	for i, gap := range gapsBetween(at) {
+		t.Logf("arrival %d at %v, %v after the one before", i+1, at[i+1].Sub(began).Round(time.Millisecond), gap.Round(time.Millisecond))
 		if gap < 3300*time.Millisecond {
-			t.Errorf("arrivals %d and %d at the origin %v apart, want at least 3.3s (3/10s)", i-1, i, gap)
+			t.Errorf("arrivals %d and %d at the origin %v apart, want at least 3.3s (3/10s)", i, i+1, gap)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,16 +27,9 @@ func TestFloodWeirAgainstInFlightReq(t *testing.T) {
 		otherDelay   = 10 * time.Millisecond
 	)
 	o := newOrigin(t)
-	var inFlight [2]int64
+	var search [2]inFlight
 	for i, prefix := range []string{"/w/", "/i/"} {
-		n := &inFlight[i]
-		o.Handle(prefix+"search", func(w http.ResponseWriter, r *http.Request) {
-			atomic.AddInt64(n, 1)
-			time.Sleep(searchDelay)
-			atomic.AddInt64(n, -1)
-			w.Header().Set("Cache-Control", "max-age=60")
-			io.WriteString(w, "results for "+r.URL.Query().Get("q"))
-		})
+		o.Handle(prefix+"search", search[i].count(delayed(searchDelay, searchResults)))
 		for j := 0; j < samples; j++ {
 			o.Handle(fmt.Sprintf("%sother/%d", prefix, j), func(w http.ResponseWriter, r *http.Request) {
 				time.Sleep(otherDelay)
@@ -61,10 +53,10 @@ func TestFloodWeirAgainstInFlightReq(t *testing.T) {
 		},
 	})
 
-	run := func(name, prefix string, n *int64) limStats {
+	run := func(name, prefix string, search *inFlight) limStats {
 		flood := limStartFlood(t, tr, prefix+"search?q=", floodClients)
-		if !waitFor(5*time.Second, func() bool { return atomic.LoadInt64(n) >= capacity }) {
-			t.Fatalf("%s: the flood never held %d origin requests (in flight %d)", name, capacity, atomic.LoadInt64(n))
+		if !waitFor(5*time.Second, func() bool { return search.now() >= capacity }) {
+			t.Fatalf("%s: the flood never held %d origin requests (in flight %d)", name, capacity, search.now())
 		}
 		paths := make([]string, samples)
 		for i := range paths {
@@ -76,8 +68,8 @@ func TestFloodWeirAgainstInFlightReq(t *testing.T) {
 		t.Logf("%s: the flood: %s", name, fs)
 		return st
 	}
-	inflight := run("InFlightReq (amount 16, per host)", "/i/", &inFlight[1])
-	weirStats := run("Weir (limiter.maxPerPartition 16)", "/w/", &inFlight[0])
+	inflight := run("InFlightReq (amount 16, per host)", "/i/", &search[1])
+	weirStats := run("Weir (limiter.maxPerPartition 16)", "/w/", &search[0])
 
 	if inflight.statuses["429"] == 0 {
 		t.Errorf("InFlightReq: no other-path request got 429 (%s); the comparison did not press on it", inflight)

@@ -133,14 +133,8 @@ func TestLimiterFairness(t *testing.T) {
 		otherDelay   = 20 * time.Millisecond
 	)
 	o := newOrigin(t)
-	var searchInFlight, searchPeak int64
-	o.Handle("/fair/search", func(w http.ResponseWriter, r *http.Request) {
-		raiseMax(&searchPeak, atomic.AddInt64(&searchInFlight, 1))
-		time.Sleep(searchDelay)
-		atomic.AddInt64(&searchInFlight, -1)
-		w.Header().Set("Cache-Control", "max-age=60")
-		io.WriteString(w, "results for "+r.URL.Query().Get("q"))
-	})
+	var search inFlight
+	o.Handle("/fair/search", search.count(delayed(searchDelay, searchResults)))
 	// arrivals tells a slow answer's time before the origin (Traefik, Weir, the limiter's
 	// queue) from its time after.
 	arrivals := newLimArrivals()
@@ -192,16 +186,16 @@ func TestLimiterFairness(t *testing.T) {
 		base.mustBeClean(t, "other paths without the flood")
 
 		flood := limStartFlood(t, tr, "/fair/search?q=", floodClients)
-		if !waitFor(5*time.Second, func() bool { return atomic.LoadInt64(&searchInFlight) >= perPartition }) {
-			t.Fatalf("the flood never held %d slots at the origin (in flight %d)", perPartition, atomic.LoadInt64(&searchInFlight))
+		if !waitFor(5*time.Second, func() bool { return search.now() >= perPartition }) {
+			t.Fatalf("the flood never held %d slots at the origin (in flight %d)", perPartition, search.now())
 		}
 		during := limBurst(t, tr, others(samples), otherWorkers, 60*time.Second, arrivals, check)
 		fs := flood.stop(t)
 		t.Logf("attempt %d: other paths during the flood: %s", attempt, during)
-		t.Logf("attempt %d: flood: %s; origin /fair/search peak in flight %d (cap %d)", attempt, fs, atomic.LoadInt64(&searchPeak), perPartition)
+		t.Logf("attempt %d: flood: %s; origin /fair/search peak in flight %d (cap %d)", attempt, fs, search.most(), perPartition)
 		during.mustBeClean(t, "other paths during the flood")
 
-		if p := atomic.LoadInt64(&searchPeak); p > perPartition {
+		if p := search.most(); p > perPartition {
 			t.Errorf("origin saw %d /fair/search fetches at once, want at most maxPerPartition %d", p, perPartition)
 		}
 		if fs.errors > 0 {
@@ -226,14 +220,14 @@ func TestLimiterFairness(t *testing.T) {
 	// from one that does not. A third of the samples: each waits behind the flood.
 	apply(t, tr, cachedRoute("fair", "/fair/", "weir-fair", limiter(slots)))
 	flood := limStartFlood(t, tr, "/fair/search?q=", floodClients)
-	if !waitFor(5*time.Second, func() bool { return atomic.LoadInt64(&searchInFlight) >= slots }) {
-		t.Fatalf("control: the flood never held %d slots (in flight %d)", slots, atomic.LoadInt64(&searchInFlight))
+	if !waitFor(5*time.Second, func() bool { return search.now() >= slots }) {
+		t.Fatalf("control: the flood never held %d slots (in flight %d)", slots, search.now())
 	}
 	control := limBurst(t, tr, others(samples/3), otherWorkers, 60*time.Second, arrivals, nil)
 	cs := flood.stop(t)
 	t.Logf("control, no partition cap: other paths %s (p99 %.1fx the run without the flood); flood %s",
 		control, float64(control.p99)/float64(base.p99), cs)
-	if p := atomic.LoadInt64(&searchPeak); p < slots {
+	if p := search.most(); p < slots {
 		t.Errorf("control: the flood held at most %d slots without the partition cap, want all %d", p, slots)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Origin is the upstream server Traefik forwards to. Each path has its own handler, set by
@@ -137,4 +139,73 @@ func answer(cacheControl, body string) http.HandlerFunc {
 		}
 		io.WriteString(w, body)
 	}
+}
+
+// inFlight counts the requests an origin handler is serving, and the most at once.
+type inFlight struct{ n, peak int64 }
+
+// count wraps h, counting its requests in c.
+func (c *inFlight) count(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		raiseMax(&c.peak, atomic.AddInt64(&c.n, 1))
+		h(w, r)
+		atomic.AddInt64(&c.n, -1)
+	}
+}
+
+// now is how many requests the handler is serving.
+func (c *inFlight) now() int64 { return atomic.LoadInt64(&c.n) }
+
+// most is the most requests the handler served at once.
+func (c *inFlight) most() int64 { return atomic.LoadInt64(&c.peak) }
+
+// delayed answers as h after d.
+func delayed(d time.Duration, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(d)
+		h(w, r)
+	}
+}
+
+// searchResults answers a search with max-age=60 and the results for its query q.
+func searchResults(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "max-age=60")
+	io.WriteString(w, "results for "+r.URL.Query().Get("q"))
+}
+
+// arrivalLog notes when requests reach the origin, for the tests of their spacing.
+type arrivalLog struct {
+	// mu guards at.
+	mu sync.Mutex
+	at []time.Time
+}
+
+// handler answers "feed", not to be stored, noting when each request arrived.
+func (l *arrivalLog) handler() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.at = append(l.at, time.Now())
+		l.mu.Unlock()
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, "feed")
+	}
+}
+
+// take returns the arrivals noted since the last take, earliest first, and forgets them.
+func (l *arrivalLog) take() []time.Time {
+	l.mu.Lock()
+	at := l.at
+	l.at = nil
+	l.mu.Unlock()
+	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
+	return at
+}
+
+// gapsBetween is how long after the one before each arrival of at (in order) came.
+func gapsBetween(at []time.Time) []time.Duration {
+	var gaps []time.Duration
+	for i := 1; i < len(at); i++ {
+		gaps = append(gaps, at[i].Sub(at[i-1]))
+	}
+	return gaps
 }

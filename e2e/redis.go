@@ -345,3 +345,34 @@ func readRESP(br *bufio.Reader) (string, error) {
 	}
 	return "", fmt.Errorf("redis: unexpected reply %q", line)
 }
+
+// The setups of several servers (RedisCluster, RedisSentinel) act on all of them at once.
+
+// addrsOf is the addresses of servers, in order.
+func addrsOf(servers []*Redis) []string {
+	addrs := make([]string, 0, len(servers))
+	for _, r := range servers {
+		addrs = append(addrs, r.Addr)
+	}
+	return addrs
+}
+
+// closeAll kills every one of servers and returns the first error.
+func closeAll(servers []*Redis) error {
+	var first error
+	for _, r := range servers {
+		if err := r.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// logTails is the last n lines of every one of servers' logs.
+func logTails(servers []*Redis, n int) string {
+	var b strings.Builder
+	for _, r := range servers {
+		b.WriteString(r.LogTail(n))
+	}
+	return b.String()
+}

@@ -135,11 +135,7 @@ func StartRedisCluster(binary, dir string, primaries, replicas int) (*RedisClust
 
 // URL is the store.url naming the cluster by its primaries.
 func (c *RedisCluster) URL() string {
-	addrs := make([]string, 0, len(c.Primaries))
-	for _, r := range c.Primaries {
-		addrs = append(addrs, r.Addr)
-	}
-	return "redis-cluster://" + strings.Join(addrs, ",") + "/"
+	return "redis-cluster://" + strings.Join(addrsOf(c.Primaries), ",") + "/"
 }
 
 // Nodes are the primaries, then the replicas.
@@ -148,24 +144,10 @@ func (c *RedisCluster) Nodes() []*Redis {
 }
 
 // Close kills every node.
-func (c *RedisCluster) Close() error {
-	var first error
-	for _, r := range c.Nodes() {
-		if err := r.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
+func (c *RedisCluster) Close() error { return closeAll(c.Nodes()) }
 
 // LogTail is the last n lines of every node's log.
-func (c *RedisCluster) LogTail(n int) string {
-	var b strings.Builder
-	for _, r := range c.Nodes() {
-		b.WriteString(r.LogTail(n))
-	}
-	return b.String()
-}
+func (c *RedisCluster) LogTail(n int) string { return logTails(c.Nodes(), n) }
 
 // Reshard moves slots hash slots from the primary from to the primary to, keys and all, as
 // an operator does with redis-cli --cluster reshard.

@@ -96,11 +96,7 @@ func StartRedisSentinel(binary, dir string, replicas, sentinels int) (*RedisSent
 
 // URL is the store.url naming the setup by its sentinels.
 func (s *RedisSentinel) URL() string {
-	addrs := make([]string, 0, len(s.Sentinels))
-	for _, r := range s.Sentinels {
-		addrs = append(addrs, r.Addr)
-	}
-	return "redis-sentinel://" + strings.Join(addrs, ",") + "/" + sentinelMaster
+	return "redis-sentinel://" + strings.Join(addrsOf(s.Sentinels), ",") + "/" + sentinelMaster
 }
 
 // Master is the primary's address as the first sentinel answering names it, or "".
@@ -124,21 +120,7 @@ func (s *RedisSentinel) Nodes() []*Redis {
 }
 
 // Close kills every process.
-func (s *RedisSentinel) Close() error {
-	var first error
-	for _, r := range s.Nodes() {
-		if err := r.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
+func (s *RedisSentinel) Close() error { return closeAll(s.Nodes()) }
 
 // LogTail is the last n lines of every process's log.
-func (s *RedisSentinel) LogTail(n int) string {
-	var b strings.Builder
-	for _, r := range s.Nodes() {
-		b.WriteString(r.LogTail(n))
-	}
-	return b.String()
-}
+func (s *RedisSentinel) LogTail(n int) string { return logTails(s.Nodes(), n) }

@@ -164,47 +164,44 @@ func (s Settings) Validate() error {
 // validateFields reports the first field out of range on its own; Validate and
 // Override.Validate then check fields against each other.
 func (s Settings) validateFields() error {
-	if s.Window < 0 || (s.Window > 0 && s.Window < 10*time.Millisecond) {
-		return fmt.Errorf("breaker.window: %v must be at least 10ms: %w", s.Window, ErrInvalidSetting)
+	checks := []struct {
+		ok    bool
+		field string
+		value interface{}
+		rule  string
+	}{
+		{s.Window == 0 || s.Window >= 10*time.Millisecond, "breaker.window", s.Window, "must be at least 10ms"},
+		{s.MinRequests >= 0, "breaker.minRequests", s.MinRequests, ruleNotNegative},
+		{isRatio(s.FailureRatio), "breaker.failureRatio", s.FailureRatio, ruleRatio},
+		{s.OpenFor >= 0, "breaker.openFor", s.OpenFor, ruleNotNegative},
+		{s.MaxOpenFor >= 0, "breaker.maxOpenFor", s.MaxOpenFor, ruleNotNegative},
+		{isRatio(s.Jitter) && s.Jitter < 1, "breaker.jitter", s.Jitter, "must be at least 0 and less than 1"},
+		{s.ProbeTimeout >= 0, "breaker.probeTimeout", s.ProbeTimeout, ruleNotNegative},
+		{s.MaxBreakers >= 0, "breaker.maxBreakers", s.MaxBreakers, ruleNotNegative},
+		{s.ConsecutiveFailures >= 0, "breaker.consecutiveFailures", s.ConsecutiveFailures, ruleNotNegative},
+		{s.SlowCall >= 0, "breaker.slowCall", s.SlowCall, ruleNotNegative},
+		{isRatio(s.SlowCallRatio), "breaker.slowCallRatio", s.SlowCallRatio, ruleRatio},
+		{s.Probes >= 0, "breaker.probes", s.Probes, ruleNotNegative},
+		{s.ProbeInterval >= 0, "breaker.probeInterval", s.ProbeInterval, ruleNotNegative},
 	}
-	if s.MinRequests < 0 {
-		return fmt.Errorf("breaker.minRequests: %d must not be negative: %w", s.MinRequests, ErrInvalidSetting)
-	}
-	if math.IsNaN(s.FailureRatio) || s.FailureRatio < 0 || s.FailureRatio > 1 {
-		return fmt.Errorf("breaker.failureRatio: %v must be between 0 and 1: %w", s.FailureRatio, ErrInvalidSetting)
-	}
-	if s.OpenFor < 0 {
-		return fmt.Errorf("breaker.openFor: %v must not be negative: %w", s.OpenFor, ErrInvalidSetting)
-	}
-	if s.MaxOpenFor < 0 {
-		return fmt.Errorf("breaker.maxOpenFor: %v must not be negative: %w", s.MaxOpenFor, ErrInvalidSetting)
-	}
-	if math.IsNaN(s.Jitter) || s.Jitter < 0 || s.Jitter >= 1 {
-		return fmt.Errorf("breaker.jitter: %v must be at least 0 and less than 1: %w", s.Jitter, ErrInvalidSetting)
-	}
-	if s.ProbeTimeout < 0 {
-		return fmt.Errorf("breaker.probeTimeout: %v must not be negative: %w", s.ProbeTimeout, ErrInvalidSetting)
-	}
-	if s.MaxBreakers < 0 {
-		return fmt.Errorf("breaker.maxBreakers: %d must not be negative: %w", s.MaxBreakers, ErrInvalidSetting)
-	}
-	if s.ConsecutiveFailures < 0 {
-		return fmt.Errorf("breaker.consecutiveFailures: %d must not be negative: %w", s.ConsecutiveFailures, ErrInvalidSetting)
-	}
-	if s.SlowCall < 0 {
-		return fmt.Errorf("breaker.slowCall: %v must not be negative: %w", s.SlowCall, ErrInvalidSetting)
-	}
-	if math.IsNaN(s.SlowCallRatio) || s.SlowCallRatio < 0 || s.SlowCallRatio > 1 {
-		return fmt.Errorf("breaker.slowCallRatio: %v must be between 0 and 1: %w", s.SlowCallRatio, ErrInvalidSetting)
-	}
-	if s.Probes < 0 {
-		return fmt.Errorf("breaker.probes: %d must not be negative: %w", s.Probes, ErrInvalidSetting)
-	}
-	if s.ProbeInterval < 0 {
-		return fmt.Errorf("breaker.probeInterval: %v must not be negative: %w", s.ProbeInterval, ErrInvalidSetting)
+	for _, c := range checks {
+		if !c.ok {
+			return fmt.Errorf("%s: %v %s: %w", c.field, c.value, c.rule, ErrInvalidSetting)
+		}
 	}
 	_, err := ParseScope(s.Scope)
 	return err
+}
+
+// The rules of validateFields, as its errors state them.
+const (
+	ruleNotNegative = "must not be negative"
+	ruleRatio       = "must be between 0 and 1"
+)
+
+// isRatio tells whether r is a number from 0 to 1.
+func isRatio(r float64) bool {
+	return !math.IsNaN(r) && r >= 0 && r <= 1
 }
 
 // checkMaxOpenFor reports a cap on the open period below the period it caps.

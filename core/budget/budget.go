@@ -184,9 +184,6 @@ func Take(t *Table, key string, now time.Time) time.Duration {
 	at := now.UnixNano()
 	t.mu.Lock()
 	tat, ok := findLocked(t, key, at)
-	if tat < at {
-		tat = at
-	}
 	next := tat + t.interval
 	if over := next - at - t.limit; over > 0 {
 		if ok {
@@ -263,9 +260,6 @@ func Reserve(t *Table, key string, now time.Time) (time.Duration, bool) {
 	at := now.UnixNano()
 	t.mu.Lock()
 	tat, _ := findLocked(t, key, at)
-	if tat < at {
-		tat = at
-	}
 	next := tat + t.interval
 	if over := next - at - t.limit - t.ahead; over > 0 {
 		t.cur[key] = tat
@@ -281,19 +275,22 @@ func Reserve(t *Table, key string, now time.Time) (time.Duration, bool) {
 	return time.Duration(wait), true
 }
 
-// findLocked turns the generations when they are due at at, and returns key's bucket and
-// whether it has one, moving it from the generation before into the current one's reach
+// findLocked turns the generations when they are due at at, and returns key's bucket (the
+// time its booked requests run out, no earlier than at: a bucket is never fuller than full)
+// and whether it has one, moving it from the generation before into the current one's reach
 // (the caller stores it there).
 func findLocked(t *Table, key string, at int64) (int64, bool) {
 	if at >= t.turnAt || len(t.cur) >= t.half {
 		turnLocked(t, at)
 	}
-	if tat, ok := t.cur[key]; ok {
-		return tat, true
+	tat, ok := t.cur[key]
+	if !ok {
+		if tat, ok = t.prev[key]; ok {
+			delete(t.prev, key)
+		}
 	}
-	tat, ok := t.prev[key]
-	if ok {
-		delete(t.prev, key)
+	if tat < at {
+		tat = at
 	}
 	return tat, ok
 }

@@ -5,17 +5,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/clocktest"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 250000000, time.UTC)
 
 // rig is a Log with a hand-moved clock, a hand-fired timer and a sink that keeps the lines.
 type rig struct {
-	log *Log
+	log   *Log
+	clock *clocktest.Clock
 
 	// mu guards the fields below.
 	mu      sync.Mutex
-	now     time.Time
 	lines   []string
 	pending []func()
 	delays  []time.Duration
@@ -25,12 +27,12 @@ type rig struct {
 
 func newRig(t *testing.T, format, middleware string) *rig {
 	t.Helper()
-	r := &rig{now: t0}
+	r := &rig{clock: clocktest.New(t0)}
 	l, err := New(Settings{
 		Format:     format,
 		Middleware: middleware,
 		Sink:       func(line string) { r.keep(line) },
-		Now:        func() time.Time { return r.clock() },
+		Now:        func() time.Time { return r.clock.Now() },
 		AfterFunc:  func(d time.Duration, f func()) { r.arm(d, f) },
 	})
 	if err != nil {
@@ -43,18 +45,6 @@ func newRig(t *testing.T, format, middleware string) *rig {
 func (r *rig) keep(line string) {
 	r.mu.Lock()
 	r.lines = append(r.lines, line)
-	r.mu.Unlock()
-}
-
-func (r *rig) clock() time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.now
-}
-
-func (r *rig) advance(d time.Duration) {
-	r.mu.Lock()
-	r.now = r.now.Add(d)
 	r.mu.Unlock()
 }
 

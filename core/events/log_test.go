@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/clocktest"
 )
 
 func TestParseFormat(t *testing.T) {
@@ -107,7 +109,7 @@ func TestEmit(t *testing.T) {
 
 func TestEmitTimeIsUTCWithMilliseconds(t *testing.T) {
 	r := newRig(t, "", "shop")
-	r.now = time.Date(2025, 3, 1, 13, 0, 0, 5999999, time.FixedZone("CET", 3600))
+	r.clock = clocktest.New(time.Date(2025, 3, 1, 13, 0, 0, 5999999, time.FixedZone("CET", 3600)))
 	r.log.Emit(NearCacheBack)
 	want := `time=2025-03-01T12:00:00.005Z event=near_cache_back middleware=shop`
 	if got := r.take(); !equalLines(got, []string{want}) {

@@ -92,7 +92,7 @@ func TestSummary(t *testing.T) {
 			for _, reason := range st.add {
 				CountShed(s, reason)
 			}
-			r.advance(st.advance)
+			r.clock.Add(st.advance)
 			if st.fire {
 				r.fire()
 			}
@@ -125,7 +125,7 @@ func TestSummaryJSON(t *testing.T) {
 	CountShed(s, "queue-full")
 	CountShed(s, "miss-rate")
 	CountShed(s, "queue-full")
-	r.advance(time.Second)
+	r.clock.Add(time.Second)
 	r.fire()
 	want := []string{`{"time":"2025-03-01T12:00:01.250Z","event":"shed","middleware":"shop","count":3,"interval":"1s","reasons":"queue-full:2 miss-rate:1"}`}
 	if got := r.take(); !equalLines(got, want) {
@@ -198,7 +198,7 @@ func TestSummaryConcurrent(t *testing.T) {
 		case <-timeout:
 			t.Fatal("hangs: the adding goroutines never finished")
 		default:
-			r.advance(time.Millisecond)
+			r.clock.Add(time.Millisecond)
 			r.fire()
 		}
 	}

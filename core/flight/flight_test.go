@@ -6,29 +6,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/clocktest"
 )
 
-// manualClock is a clock the tests move by hand.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	t := c.t
-	c.mu.Unlock()
-	return t
-}
-
-func (c *manualClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+// newManualClock is a clock the test moves by hand.
+func newManualClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // waitDone fails the test when c does not finish in time.

@@ -62,7 +62,7 @@ func middleware() map[string]interface{} {
 // pace; after each action the test checks through Traefik that it took effect. The page must write no error to the console.
 func TestAdminPage(t *testing.T) {
 	required := os.Getenv("WEIR_E2E") == "required"
-	chromium := findChromium(t, required)
+	chromium := findChromium(t)
 	binary, root := findTraefik(t, required)
 
 	o := e2e.NewOrigin()
@@ -263,8 +263,9 @@ func TestAdminPage(t *testing.T) {
 }
 
 // findChromium returns the browser: $WEIR_CHROMIUM, else chromium on PATH, else
-// /usr/bin/chromium (Debian's package). Without one the test skips, or fails when required.
-func findChromium(t *testing.T, required bool) string {
+// /usr/bin/chromium (Debian's package). Without one the test skips, or fails when
+// WEIR_E2E=required.
+func findChromium(t *testing.T) string {
 	t.Helper()
 	candidates := []string{os.Getenv("WEIR_CHROMIUM")}
 	if p, err := exec.LookPath("chromium"); err == nil {
@@ -276,11 +277,7 @@ func findChromium(t *testing.T, required bool) string {
 			return p
 		}
 	}
-	const msg = "no Chromium for the admin page test: install Debian's chromium or set WEIR_CHROMIUM"
-	if required {
-		t.Fatalf("%s (WEIR_E2E=required)", msg)
-	}
-	t.Skipf("%s; WEIR_E2E=required turns this skip into a failure", msg)
+	e2e.Unavailable(t, "no Chromium for the admin page test: install Debian's chromium or set WEIR_CHROMIUM")
 	return ""
 }
 
@@ -296,12 +293,8 @@ func findTraefik(t *testing.T, required bool) (binary, root string) {
 		binary, err = e2e.FindTraefik(root)
 	}
 	if err != nil {
-		msg := fmt.Sprintf("no Traefik for the admin page test: %v\n"+
-			"set WEIR_TRAEFIK to a Traefik v3.6.12 binary or run scripts/build-traefik.sh", err)
-		if required {
-			t.Fatalf("%s (WEIR_E2E=required)", msg)
-		}
-		t.Skipf("%s; WEIR_E2E=required turns this skip into a failure", msg)
+		e2e.Unavailable(t, fmt.Sprintf("no Traefik for the admin page test: %v\n"+
+			"set WEIR_TRAEFIK to a Traefik v3.6.12 binary or run scripts/build-traefik.sh", err))
 	}
 	return binary, root
 }
