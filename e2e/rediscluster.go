@@ -49,11 +49,7 @@ func clusterNodePort() (int, error) {
 			continue
 		}
 		l.Close()
-		handedOut.Lock()
-		seen := handedOut.ports[bus]
-		handedOut.ports[bus] = true
-		handedOut.Unlock()
-		if !seen {
+		if handOut(bus) {
 			return port, nil
 		}
 	}

@@ -365,15 +365,22 @@ func freePort() (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		handedOut.Lock()
-		seen := handedOut.ports[port]
-		handedOut.ports[port] = true
-		handedOut.Unlock()
-		if !seen {
+		if handOut(port) {
 			return port, nil
 		}
 	}
 	return 0, fmt.Errorf("free port: the kernel kept offering ports already handed out")
+}
+
+// handOut records port as given to a caller of this process: false when it was before.
+func handOut(port int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports[port] {
+		return false
+	}
+	handedOut.ports[port] = true
+	return true
 }
 
 func newClient() *http.Client {

@@ -53,66 +53,59 @@ func (o Override) Validate() error {
 
 // over returns s with o's non-zero fields in place of its own.
 func (o Override) over(s Settings) Settings {
-	if o.Window != 0 {
-		s.Window = o.Window
+	for _, d := range []struct {
+		from time.Duration
+		to   *time.Duration
+	}{{o.Window, &s.Window}, {o.OpenFor, &s.OpenFor}, {o.MaxOpenFor, &s.MaxOpenFor},
+		{o.SlowCall, &s.SlowCall}, {o.ProbeInterval, &s.ProbeInterval}} {
+		if d.from != 0 {
+			*d.to = d.from
+		}
 	}
-	if o.MinRequests != 0 {
-		s.MinRequests = o.MinRequests
+	for _, n := range []struct{ from, to *int }{{&o.MinRequests, &s.MinRequests}, {&o.Probes, &s.Probes}} {
+		if *n.from != 0 {
+			*n.to = *n.from
+		}
 	}
-	if o.FailureRatio != 0 {
-		s.FailureRatio = o.FailureRatio
-	}
-	if o.OpenFor != 0 {
-		s.OpenFor = o.OpenFor
-	}
-	if o.MaxOpenFor != 0 {
-		s.MaxOpenFor = o.MaxOpenFor
-	}
-	if o.SlowCall != 0 {
-		s.SlowCall = o.SlowCall
-	}
-	if o.SlowCallRatio != 0 {
-		s.SlowCallRatio = o.SlowCallRatio
-	}
-	if o.Probes != 0 {
-		s.Probes = o.Probes
-	}
-	if o.ProbeInterval != 0 {
-		s.ProbeInterval = o.ProbeInterval
+	for _, r := range []struct{ from, to *float64 }{{&o.FailureRatio, &s.FailureRatio}, {&o.SlowCallRatio, &s.SlowCallRatio}} {
+		if *r.from != 0 {
+			*r.to = *r.from
+		}
 	}
 	return s
+}
+
+// overrideParam is one parameter of an Override: its name as ParseOverride reads it, its
+// value as text, and whether the Override sets it.
+type overrideParam struct {
+	name, value string
+	set         bool
+}
+
+// params lists o's parameters in ParseOverride's order.
+func (o Override) params() []overrideParam {
+	ratio := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	return []overrideParam{
+		{"window", o.Window.String(), o.Window != 0},
+		{"minRequests", strconv.Itoa(o.MinRequests), o.MinRequests != 0},
+		{"failureRatio", ratio(o.FailureRatio), o.FailureRatio != 0},
+		{"openFor", o.OpenFor.String(), o.OpenFor != 0},
+		{"maxOpenFor", o.MaxOpenFor.String(), o.MaxOpenFor != 0},
+		{"slowCall", o.SlowCall.String(), o.SlowCall != 0},
+		{"slowCallRatio", ratio(o.SlowCallRatio), o.SlowCallRatio != 0},
+		{"probes", strconv.Itoa(o.Probes), o.Probes != 0},
+		{"probeInterval", o.ProbeInterval.String(), o.ProbeInterval != 0},
+	}
 }
 
 // String returns o's non-zero fields as ParseOverride reads them, in a fixed order:
 // "window=30s failureRatio=0.3". A zero Override is "".
 func (o Override) String() string {
 	var parts []string
-	if o.Window != 0 {
-		parts = append(parts, "window="+o.Window.String())
-	}
-	if o.MinRequests != 0 {
-		parts = append(parts, "minRequests="+strconv.Itoa(o.MinRequests))
-	}
-	if o.FailureRatio != 0 {
-		parts = append(parts, "failureRatio="+strconv.FormatFloat(o.FailureRatio, 'g', -1, 64))
-	}
-	if o.OpenFor != 0 {
-		parts = append(parts, "openFor="+o.OpenFor.String())
-	}
-	if o.MaxOpenFor != 0 {
-		parts = append(parts, "maxOpenFor="+o.MaxOpenFor.String())
-	}
-	if o.SlowCall != 0 {
-		parts = append(parts, "slowCall="+o.SlowCall.String())
-	}
-	if o.SlowCallRatio != 0 {
-		parts = append(parts, "slowCallRatio="+strconv.FormatFloat(o.SlowCallRatio, 'g', -1, 64))
-	}
-	if o.Probes != 0 {
-		parts = append(parts, "probes="+strconv.Itoa(o.Probes))
-	}
-	if o.ProbeInterval != 0 {
-		parts = append(parts, "probeInterval="+o.ProbeInterval.String())
+	for _, p := range o.params() {
+		if p.set {
+			parts = append(parts, p.name+"="+p.value)
+		}
 	}
 	return strings.Join(parts, " ")
 }

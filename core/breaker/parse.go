@@ -161,50 +161,49 @@ func setField(o *Override, pair string) (int, error) {
 	}
 	name := pair[:i]
 	v := pair[i+1:]
-	var err error
+	// The field name sets: a duration, a whole number or a ratio, one of the three.
+	fields := []struct {
+		name string
+		bit  int
+		d    *time.Duration
+		n    *int
+		r    *float64
+	}{
+		{"window", setWindow, &o.Window, nil, nil},
+		{"minrequests", setMinRequests, nil, &o.MinRequests, nil},
+		{"failureratio", setFailureRatio, nil, nil, &o.FailureRatio},
+		{"openfor", setOpenFor, &o.OpenFor, nil, nil},
+		{"maxopenfor", setMaxOpenFor, &o.MaxOpenFor, nil, nil},
+		{"slowcall", setSlowCall, &o.SlowCall, nil, nil},
+		{"slowcallratio", setSlowCallRatio, nil, nil, &o.SlowCallRatio},
+		{"probes", setProbes, nil, &o.Probes, nil},
+		{"probeinterval", setProbeInterval, &o.ProbeInterval, nil, nil},
+	}
 	var d *time.Duration
+	var n *int
+	var r *float64
 	bit := 0
-	zero := false
-	switch strings.ToLower(name) {
-	case "window":
-		bit = setWindow
-		d = &o.Window
-	case "minrequests":
-		bit = setMinRequests
-		o.MinRequests, err = strconv.Atoi(v)
-		zero = o.MinRequests == 0
-	case "failureratio":
-		bit = setFailureRatio
-		o.FailureRatio, err = strconv.ParseFloat(v, 64)
-		zero = o.FailureRatio == 0
-	case "openfor":
-		bit = setOpenFor
-		d = &o.OpenFor
-	case "maxopenfor":
-		bit = setMaxOpenFor
-		d = &o.MaxOpenFor
-	case "slowcall":
-		bit = setSlowCall
-		d = &o.SlowCall
-	case "slowcallratio":
-		bit = setSlowCallRatio
-		o.SlowCallRatio, err = strconv.ParseFloat(v, 64)
-		zero = o.SlowCallRatio == 0
-	case "probes":
-		bit = setProbes
-		o.Probes, err = strconv.Atoi(v)
-		zero = o.Probes == 0
-	case "probeinterval":
-		bit = setProbeInterval
-		d = &o.ProbeInterval
-	default:
+	lower := strings.ToLower(name)
+	for _, f := range fields {
+		if f.name == lower {
+			bit, d, n, r = f.bit, f.d, f.n, f.r
+		}
+	}
+	if bit == 0 {
 		return 0, fmt.Errorf("%q: unknown name: want window, minRequests, failureRatio, openFor, maxOpenFor, slowCall, slowCallRatio, probes or probeInterval: %w", name, ErrInvalidSetting)
 	}
-	if d != nil {
-		dur, derr := time.ParseDuration(v)
-		*d = dur
-		err = derr
-		zero = dur == 0
+	var err error
+	zero := false
+	switch {
+	case d != nil:
+		*d, err = time.ParseDuration(v)
+		zero = *d == 0
+	case n != nil:
+		*n, err = strconv.Atoi(v)
+		zero = *n == 0
+	default:
+		*r, err = strconv.ParseFloat(v, 64)
+		zero = *r == 0
 	}
 	if err != nil {
 		return 0, fmt.Errorf("%s: %q is not a %s: %w", name, v, kindOf(bit), ErrInvalidSetting)
