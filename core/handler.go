@@ -180,10 +180,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ent := store.Lookup(h.hot, key)
 	// One case each: Yaegi evaluates only the first of a case list in a switch without a tag.
+	// A key marked hit-for-pass is passed whatever the client's header (as serveFrom does):
+	// before the header's five lookups, which a pass-through request would pay for nothing.
 	hit := false
 	switch {
 	case ent == nil:
 	case ent.VaryIndex:
+	case ent.Pass:
+		passMarked(h, w, r, key, ent)
+		return
 	case rh["Cache-Control"] != nil:
 	case rh["Pragma"] != nil:
 	case rh["If-None-Match"] != nil:
@@ -200,10 +205,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// method and no map iteration here.
 	hot := &ent.Hot
 	now := h.now().UnixNano()
-	if ent.Pass {
-		passMarked(h, w, r, key, hot, now)
-		return
-	}
 	if now >= hot.FreshNano || hot.Names == nil {
 		serve(h, w, r)
 		return
@@ -253,13 +254,14 @@ func queryHit(h *Handler, r *http.Request, key, ru string) bool {
 	return true
 }
 
-// passMarked answers a request whose key is marked hit-for-pass (the mark's hot, read at
-// now in Unix nanoseconds): through the general path once the mark has expired, else to the
-// origin with the client's own writer. A function, not a method: in Yaegi a method call
-// costs four times as much (docs/yaegi.md). It reads the mark's end itself, so that the hit
-// path pays no slot for it.
-func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, hot *store.Hot, now int64) {
-	if now >= hot.KeepNano {
+// passMarked answers a request whose key is marked hit-for-pass (the mark ent): through the
+// general path once the mark has expired, else to the origin with the client's own writer.
+// A function, not a method: in Yaegi a method call costs four times as much
+// (docs/yaegi.md). It reads the clock and the mark's end itself, so that the hit path pays
+// no slot for them, and it is pass written out once more, without pass's call: the
+// pass-through that a hit-for-pass mark sends is the most frequent of all.
+func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, ent *store.Entry) {
+	if h.now().UnixNano() >= ent.Hot.KeepNano {
 		serve(h, w, r)
 		return
 	}
@@ -269,7 +271,22 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 	if i := strings.IndexByte(key, '?'); i >= 0 {
 		part = key[:i]
 	}
-	pass(h, w, r, part, h.passStatusValue)
+	switch atomic.LoadInt32(h.notClosed) + atomic.LoadInt32(h.paced) {
+	case 0:
+	default:
+		passOff(h, w, r, part, h.passStatusValue)
+		return
+	}
+	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
+	if slot == nil {
+		passGated(h, w, r, part, h.passStatusValue)
+		return
+	}
+	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
+	defer limit.Return(slot)
+	atomic.AddInt64(h.passes, 1)
+	w.Header()["Cache-Status"] = h.passStatusValue
+	h.next.ServeHTTP(w, r)
 }
 
 // serve is the general path: any key, Vary, the client's validators and cache directives,
@@ -329,7 +346,7 @@ func serveShared(h *Handler, w http.ResponseWriter, r *http.Request) {
 	}
 	if !hit {
 		if ent != nil && ent.Pass && ns < ent.Hot.KeepNano {
-			passMarked(h, w, r, key, &ent.Hot, ns)
+			passMarked(h, w, r, key, ent)
 			return
 		}
 		serveFrom(h, w, r, key, ent)

@@ -22,3 +22,50 @@ func BenchmarkWaitReturn(b *testing.B) {
 		Return(sl)
 	}
 }
+
+// BenchmarkTakeReturn measures Take and a deferred Return, as a pass-through request takes
+// and gives back its slot. Under Yaegi, count it with scripts/yaegi-cost.sh core/limit
+// BenchmarkTakeReturn.
+func BenchmarkTakeReturn(b *testing.B) {
+	benchTakeReturn(b, Settings{})
+}
+
+// BenchmarkTakeReturnAtCap is BenchmarkTakeReturn with a partition cap of one slot: a slot
+// free at once while the pool is at its smallest cap.
+func BenchmarkTakeReturnAtCap(b *testing.B) {
+	benchTakeReturn(b, Settings{MaxPerPartition: 1})
+}
+
+func benchTakeReturn(b *testing.B, s Settings) {
+	l, err := New(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		takeReturn(l)
+	}
+}
+
+func takeReturn(l *Limiter) {
+	sl := Take(l, "https://shop.example/search", "shop.example", false)
+	defer Return(sl)
+}
+
+// BenchmarkTakeReturnBare is BenchmarkTakeReturn's loop and call without the limiter, to
+// subtract from it.
+func BenchmarkTakeReturnBare(b *testing.B) {
+	l, err := New(Settings{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		takeReturnBare(l)
+	}
+}
+
+func takeReturnBare(l *Limiter) {
+	if l == nil {
+		return
+	}
+}
