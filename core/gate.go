@@ -45,6 +45,9 @@ type ticket struct {
 	// record says that leave records the status with the breaker; left that it has.
 	record bool
 	left   bool
+	// paced is how long the trip waited for its host's pace: its wait for a slot is bounded
+	// by what is left of limiter.maxQueueWait.
+	paced time.Duration
 }
 
 // refusal is why the gate, or the miss-rate detector before it, kept a request from the
@@ -127,8 +130,10 @@ func takeSlot(h *Handler, t *ticket, ctx context.Context, part, host string, upl
 	var err error
 	if way&wayBackground != 0 {
 		t.slot, err = limit.TryTake(h.e.limiter, part, host, upload)
-	} else if t.slot = limit.Take(h.e.limiter, part, host, upload); t.slot == nil {
-		t.slot, err = limit.Wait(ctx, h.e.limiter, part, host, upload)
+	} else {
+		// Not Take first: Wait takes a slot that is free under its lock, and a caller
+		// reaching here has most often just been refused one by Take (enter, pass).
+		t.slot, err = limit.WaitAfter(ctx, h.e.limiter, part, host, upload, t.paced)
 	}
 	if err == nil {
 		return nil

@@ -272,6 +272,8 @@ func paceTurn(h *Handler, t *ticket, ctx context.Context, host string, way int) 
 		f = &refusal{paced: wait}
 	} else if wait > 0 && !waitTurn(ctx, paces(h.pacing), wait) {
 		f = &refusal{shed: limit.ErrContextDone}
+	} else {
+		t.paced = wait
 	}
 	if f != nil && t.permit.Probe {
 		t.b.Release(t.permit, h.s.Now())

@@ -86,6 +86,35 @@ func TestPacingSpaces(t *testing.T) {
 	wantCode(t, "after a quiet period, at once", do(t, h, "GET", "http://feeds.example/e"), 200)
 }
 
+// TestPacingThenQueueWithinBound: a paced request that waited its turn and then finds no
+// origin slot free queues for what is left of limiter.maxQueueWait, so that the two waits
+// together stay within it.
+func TestPacingThenQueueWithinBound(t *testing.T) {
+	o := countingOrigin(t, []string{"Cache-Control", "no-store"})
+	o.hold(1)
+	h, _, armed := pacedHandler(t, o)
+	if err := h.e.limiter.Update(limit.Settings{MaxConcurrent: 1, MaxQueueWait: 7 * time.Second, AfterFunc: h.s.Limiter.AfterFunc}); err != nil {
+		t.Fatalf("limiter update: %v", err)
+	}
+	step := 10 * time.Second / 3
+
+	first := serveAsync(h, newRequest("GET", "http://feeds.example/a"))
+	o.waitEntered(t, 1)
+	second := serveAsync(h, newRequest("GET", "http://feeds.example/b"))
+	turn := nextTimer(t, armed)
+	if turn.d != step {
+		t.Fatalf("second request waits %s for its turn, want %s", turn.d, step)
+	}
+	turn.fire()
+	queued := nextTimer(t, armed)
+	if want := 7*time.Second - step; queued.d != want {
+		t.Errorf("second request queues for a slot up to %s, want %s (maxQueueWait less its paced wait)", queued.d, want)
+	}
+	o.release(1)
+	wantCode(t, "first", awaitAnswer(t, first), 200)
+	wantCode(t, "second, its turn and then a slot", awaitAnswer(t, second), 200)
+}
+
 // TestPacingNotAFailure: paced waits and refusals count toward no breaker: however many
 // requests are refused their turn, the breaker stays closed.
 func TestPacingNotAFailure(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // Reasons a request is refused a slot (FR-LIM-5). Detail turns each into a Cache-Status
@@ -295,6 +296,14 @@ func takeCappedLocked(p *pool, partition, host string) *Slot {
 // ErrPartitionQueueFull). A free slot is granted even if ctx has already ended; the fetch
 // itself will see that.
 func Wait(ctx context.Context, l *Limiter, partition, host string, upload bool) (*Slot, error) {
+	return WaitAfter(ctx, l, partition, host, upload, 0)
+}
+
+// WaitAfter is Wait for a request that has already waited spent before it (for its host's
+// pace): it queues for what is left of MaxQueueWait, and is refused at once with
+// ErrQueueWait when nothing is, so that the two waits together never pass the bound an
+// operator set.
+func WaitAfter(ctx context.Context, l *Limiter, partition, host string, upload bool, spent time.Duration) (*Slot, error) {
 	p := l.fetch
 	if upload {
 		p = l.upload
@@ -306,7 +315,7 @@ func Wait(ctx context.Context, l *Limiter, partition, host string, upload bool) 
 		p.mu.Unlock()
 		return sl, nil
 	}
-	if err := queueLocked(ctx, p, &sl.s); err != nil {
+	if err := queueLocked(ctx, p, &sl.s, spent); err != nil {
 		return nil, err
 	}
 	return sl, nil

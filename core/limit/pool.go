@@ -143,9 +143,9 @@ func (p *pool) setCaps(c caps) {
 // goes through a reflective wrapper and costs four times a function call (docs/yaegi.md), and
 // a queued request makes half a dozen of these calls.
 
-// queueLocked queues s and waits until it holds a slot (nil) or is shed (an error). It is
-// called with p.mu held and unlocks it.
-func queueLocked(ctx context.Context, p *pool, s *slot) error {
+// queueLocked queues s and waits until it holds a slot (nil) or is shed (an error), for
+// the pool's wait bound less spent. It is called with p.mu held and unlocks it.
+func queueLocked(ctx context.Context, p *pool, s *slot, spent time.Duration) error {
 	// The partition's share is checked first, so a flooding partition is told it is the one
 	// over its bound (FR-LIM-3) while the queue still has room for others.
 	if p.queuedBy[s.partition] >= p.caps.queueShare {
@@ -155,6 +155,11 @@ func queueLocked(ctx context.Context, p *pool, s *slot) error {
 	if p.queued >= p.caps.queue {
 		p.mu.Unlock()
 		return ErrQueueFull
+	}
+	wait := p.caps.wait - spent
+	if wait <= 0 {
+		p.mu.Unlock()
+		return ErrQueueWait
 	}
 	s.ready = make(chan struct{})
 	s.state = stateQueued
@@ -167,7 +172,6 @@ func queueLocked(ctx context.Context, p *pool, s *slot) error {
 		p.mu.Unlock()
 		return nil
 	}
-	wait := p.caps.wait
 	after := p.caps.afterFunc
 	p.mu.Unlock()
 

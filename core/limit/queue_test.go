@@ -173,6 +173,52 @@ func TestQueueWaitBound(t *testing.T) {
 	wantFetch(t, l, 0, 0)
 }
 
+// WaitAfter queues for what is left of the bound after the time spent before it, and a
+// request that spent all of it is refused at once, unqueued.
+func TestWaitAfterSpent(t *testing.T) {
+	tests := []struct {
+		desc      string
+		spent     time.Duration
+		wantTimer time.Duration // 0: refused at once
+	}{
+		{desc: "nothing spent", spent: 0, wantTimer: DefaultMaxQueueWait},
+		{desc: "some spent", spent: 2 * time.Second, wantTimer: DefaultMaxQueueWait - 2*time.Second},
+		{desc: "all spent", spent: DefaultMaxQueueWait},
+		{desc: "more than all", spent: time.Hour},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
+			release := hold(t, l, home)
+			ch := make(chan result, 1)
+			go func() {
+				sl, err := WaitAfter(context.Background(), l, search.Partition, search.Host, false, tc.spent)
+				r := result{err: err, release: func() {}}
+				if sl != nil {
+					r.release = func() { Return(sl) }
+				}
+				ch <- r
+			}()
+			if tc.wantTimer == 0 {
+				if r := await(t, ch); !errors.Is(r.err, ErrQueueWait) {
+					t.Fatalf("got %v, want %v at once", r.err, ErrQueueWait)
+				}
+				ft.none(t)
+				wantFetch(t, l, 1, 0)
+				release()
+				return
+			}
+			tm := ft.next(t)
+			if tm.d != tc.wantTimer {
+				t.Fatalf("timer: got %s, want %s", tm.d, tc.wantTimer)
+			}
+			release()
+			granted(t, ch)()
+			wantFetch(t, l, 0, 0)
+		})
+	}
+}
+
 func TestGrantStopsTimer(t *testing.T) {
 	l, ft := newTestLimiter(t, Settings{MaxConcurrent: 1})
 	release := hold(t, l, home)
