@@ -10,12 +10,13 @@ import (
 )
 
 // Layout 3 (encodingBlocks): an entry read from a shared store is decoded on every lookup
-// that misses the near cache, interpreted, where each node the interpreter walks costs 1,000
-// to 2,000 instructions and a call into compiled code about as much. Layouts 1 and 2 give
-// every string its own length, so reading them takes a dozen interpreted steps a header
-// field; layout 3 puts each kind of string in one block that one compiled call splits
-// (strings.Split), and every number at a fixed offset, so that Decode takes two steps a
-// header field (its map entry and its slice), and none per byte.
+// that misses the near cache, interpreted, where each node the interpreter walks costs
+// 1,000 to 2,000 instructions and a call into compiled code two or three times that
+// (docs/yaegi.md). Layouts 1 and 2 give every string its own length, so reading them takes
+// a dozen interpreted steps a header field; layout 3 puts each kind of string in one block
+// that one compiled call splits (strings.Split), and every number at a fixed offset, so
+// that Decode takes two steps a header field (its map entry and its slice), and none per
+// byte.
 //
 //	byte       version (3)
 //	byte       flags, as in layout 1
@@ -34,14 +35,14 @@ import (
 // No valid name, value, Vary name or tag holds LF, and no value NUL (Decode refuses them),
 // so splitting gives every string back; an empty block is no strings. Encode writes layout
 // 3 when that holds: names, Vary names and tags not empty, every field with a value, no LF
-// in any string and no NUL in a value, a status that fits. Any other entry is invalid
-// (empty names, LF in values, a field without values aside, which Weir does not store) and
-// keeps layouts 1 and 2, so that Decode reports it as it did.
+// in any string and no NUL in a value, a status and a body length that fit. Any other entry
+// keeps layout 1 or 2: one with a header field without values, or an invalid one (an empty
+// name, LF in a value), which Decode refuses as it did.
 //
 // A Weir that knows only layouts 1 and 2 reads a layout-3 entry as one of a newer version
-// (ErrUnknownVersion): a miss, left in place, as it treats a layout-2 entry's predecessor.
-// During a rolling upgrade the two versions then refetch what the other wrote, until every
-// instance runs the newer one; this version reads layouts 1 and 2 as before.
+// (ErrUnknownVersion): a miss, left in place. During a rolling upgrade its instances fetch
+// again what this version wrote, and store it in layout 1 or 2, which this version reads,
+// until every instance runs this one.
 const encodingBlocks = 3
 
 // Offsets in layout 3.
