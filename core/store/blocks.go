@@ -104,27 +104,14 @@ func encodeBlocks(e *Entry, names []string) []byte {
 
 	b := make([]byte, blocksHead, blocksHead+len(nb)+len(vb)+len(yb)+len(tb)+len(e.Body))
 	b[0] = encodingBlocks
-	if e.Pass {
-		b[1] |= flagPass
-	}
-	if e.VaryIndex {
-		b[1] |= flagVaryIndex
-	}
-	if e.Body != nil {
-		b[1] |= flagBody
-	}
+	b[1] = flagsOf(e)
 	binary.BigEndian.PutUint16(b[blocksStatus:], uint16(e.Status))
 	times := [5]time.Time{e.Born, e.FreshUntil, e.StaleWhileRevalidateUntil, e.StaleIfErrorUntil, e.KeepUntil}
 	bit := byte(1) // see encodeFields
 	for k, t := range times {
 		if !t.IsZero() {
 			b[2] |= bit
-			if t.Before(minNanoTime) {
-				t = minNanoTime
-			} else if t.After(maxNanoTime) {
-				t = maxNanoTime
-			}
-			binary.BigEndian.PutUint64(b[blocksTimes+8*k:], uint64(t.UnixNano()))
+			binary.BigEndian.PutUint64(b[blocksTimes+8*k:], uint64(clampedNano(t)))
 		}
 		bit <<= 1
 	}

@@ -149,35 +149,18 @@ func encodeFields(e *Entry, names []string) []byte {
 	if len(e.Tags) > 0 {
 		b[0] = encodingTagged
 	}
-	if e.Pass {
-		b[1] |= flagPass
-	}
-	if e.VaryIndex {
-		b[1] |= flagVaryIndex
-	}
-	if e.Body != nil {
-		b[1] |= flagBody
-	}
+	b[1] = flagsOf(e)
 	b = binary.AppendVarint(b, int64(e.Status))
 	times := [5]time.Time{e.Born, e.FreshUntil, e.StaleWhileRevalidateUntil, e.StaleIfErrorUntil, e.KeepUntil}
 	// bit is a typed variable: Yaegi gives `1 << k` the type int where Go gives it byte, and
 	// then panics mixing it with a byte.
 	bit := byte(1)
 	for _, t := range times {
-		present := !t.IsZero()
-		if present {
+		if !t.IsZero() {
 			b[2] |= bit
+			b = binary.AppendVarint(b, clampedNano(t))
 		}
 		bit <<= 1
-		if !present {
-			continue
-		}
-		if t.Before(minNanoTime) {
-			t = minNanoTime
-		} else if t.After(maxNanoTime) {
-			t = maxNanoTime
-		}
-		b = binary.AppendVarint(b, t.UnixNano())
 	}
 
 	b = binary.AppendUvarint(b, uint64(len(names)))
@@ -205,6 +188,32 @@ func encodeFields(e *Entry, names []string) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(e.Body)))
 	return append(b, e.Body...)
+}
+
+// flagsOf is e's flags byte.
+func flagsOf(e *Entry) byte {
+	var f byte
+	if e.Pass {
+		f |= flagPass
+	}
+	if e.VaryIndex {
+		f |= flagVaryIndex
+	}
+	if e.Body != nil {
+		f |= flagBody
+	}
+	return f
+}
+
+// clampedNano is t in Unix nanoseconds, clamped to the times Encode writes (minNanoTime to
+// maxNanoTime).
+func clampedNano(t time.Time) int64 {
+	if t.Before(minNanoTime) {
+		t = minNanoTime
+	} else if t.After(maxNanoTime) {
+		t = maxNanoTime
+	}
+	return t.UnixNano()
 }
 
 // Decode reads an entry written by Encode. It returns an error wrapping ErrUnknownVersion or

@@ -26,24 +26,7 @@ func codecEntries() []struct {
 		desc string
 		e    *Entry
 	}{
-		{desc: "full answer", e: &Entry{
-			Status: 200,
-			Header: http.Header{
-				"Content-Type":   {"text/html; charset=utf-8"},
-				"Cache-Control":  {"max-age=60", "stale-while-revalidate=30"},
-				"Content-Length": {"25"},
-				"Set-Cookie":     {},
-				"X-Empty":        {""},
-				"X-Tab":          {"a\tb"},
-			},
-			Body:                      []byte("<html>\x00\xff binary \r\n</html>"),
-			Born:                      codecBorn,
-			FreshUntil:                codecBorn.Add(time.Minute),
-			StaleWhileRevalidateUntil: codecBorn.Add(90 * time.Second),
-			StaleIfErrorUntil:         codecBorn.Add(time.Hour),
-			KeepUntil:                 codecBorn.Add(time.Hour),
-			Vary:                      []string{"Accept-Encoding", "Accept-Language"},
-		}},
+		{desc: "full answer", e: fullAnswer()},
 		{desc: "HEAD answer keeps a nil body", e: &Entry{Status: 204, Header: http.Header{"Content-Length": {"0"}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn.Add(time.Second)}},
 		{desc: "empty body stays empty, not nil", e: &Entry{Status: 200, Body: []byte{}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
 		{desc: "variant index born after its freshness ends", e: &Entry{VaryIndex: true, Vary: []string{"Accept"}, Born: codecBorn.Add(time.Millisecond), FreshUntil: codecBorn, KeepUntil: codecBorn}},
@@ -64,28 +47,43 @@ func codecEntries() []struct {
 			Tags:       []string{"product-1", "products", "caf\xc3\xa9", "a b", "\xff"},
 		}},
 		{desc: "most and longest tags", e: &Entry{Status: 200, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn, Tags: manyTags(MaxTags, MaxTagLen)}},
-		{desc: "full answer in layout 3", e: &Entry{
-			Status: 200,
-			Header: http.Header{
-				"Content-Type":     {"text/html; charset=utf-8"},
-				"Cache-Control":    {"max-age=60", "stale-while-revalidate=30"},
-				"Content-Length":   {"25"},
-				"X-Content-Length": {"7"},
-				"X-Empty":          {""},
-				"X-Tab":            {"a\tb"},
-			},
-			Body:                      []byte("<html>\x00\xff binary \r\n</html>"),
-			Born:                      codecBorn,
-			FreshUntil:                codecBorn.Add(time.Minute),
-			StaleWhileRevalidateUntil: codecBorn.Add(90 * time.Second),
-			StaleIfErrorUntil:         codecBorn.Add(time.Hour),
-			KeepUntil:                 codecBorn.Add(time.Hour),
-			Vary:                      []string{"Accept-Encoding", "Accept-Language"},
-			Tags:                      []string{"product-1", "caf\xc3\xa9"},
-		}},
+		{desc: "full answer in layout 3", e: fullAnswer3()},
 		{desc: "one field of one empty value", e: &Entry{Status: 200, Header: http.Header{"X": {""}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
 		{desc: "non-canonical content-length", e: &Entry{Status: 200, Header: http.Header{"content-length": {"0"}}, Body: []byte{}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
 	}
+}
+
+// fullAnswer has every part an answer may have, and a field without values, which layout 3
+// cannot hold.
+func fullAnswer() *Entry {
+	return &Entry{
+		Status: 200,
+		Header: http.Header{
+			"Content-Type":   {"text/html; charset=utf-8"},
+			"Cache-Control":  {"max-age=60", "stale-while-revalidate=30"},
+			"Content-Length": {"25"},
+			"Set-Cookie":     {},
+			"X-Empty":        {""},
+			"X-Tab":          {"a\tb"},
+		},
+		Body:                      []byte("<html>\x00\xff binary \r\n</html>"),
+		Born:                      codecBorn,
+		FreshUntil:                codecBorn.Add(time.Minute),
+		StaleWhileRevalidateUntil: codecBorn.Add(90 * time.Second),
+		StaleIfErrorUntil:         codecBorn.Add(time.Hour),
+		KeepUntil:                 codecBorn.Add(time.Hour),
+		Vary:                      []string{"Accept-Encoding", "Accept-Language"},
+	}
+}
+
+// fullAnswer3 is fullAnswer as layout 3 holds it: no field without values, with tags and a
+// field whose name ends in Content-Length.
+func fullAnswer3() *Entry {
+	e := fullAnswer()
+	delete(e.Header, "Set-Cookie")
+	e.Header["X-Content-Length"] = []string{"7"}
+	e.Tags = []string{"product-1", "caf\xc3\xa9"}
+	return e
 }
 
 // layoutOf is the layout Encode writes e in: layout 3, but for an entry it cannot hold
