@@ -2,11 +2,13 @@ package core
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weirproxy/weir/core/redisstore"
+	"github.com/weirproxy/weir/core/store"
 	"github.com/weirproxy/weir/internal/redistest"
 )
 
@@ -67,5 +69,28 @@ func TestBudgetSharedNeedsStore(t *testing.T) {
 	o := countingOrigin(t, nil)
 	if _, err := New(uniqueEngineName(t), s, o); err == nil {
 		t.Fatal("New accepted budgets.shared without a store")
+	}
+}
+
+// TestSharedStoreRead: with a shared store, the request path reads through the store's
+// Fallback as functions (sharedGet, store.ReadShared), under the guard's one timeout: a
+// fresh answer stored once is a hit read from Redis (near cache off), and the store kept
+// nothing in local memory for it. Under Yaegi, fallbackOf must find the Fallback.
+func TestSharedStoreRead(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{})
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=600"})
+	h := newTestHandler(t, Settings{StoreURL: "redis://" + srv.Addr, StoreNoNearCache: true}, o)
+	if h.shared == nil {
+		t.Fatal("Handler.shared is nil with a shared store")
+	}
+	wantCode(t, "the first request", do(t, h, "GET", "http://example.com/shared"), 200)
+	w := do(t, h, "GET", "http://example.com/shared")
+	wantCode(t, "the second request", w, 200)
+	if cs := w.Header().Get("Cache-Status"); !strings.Contains(cs, "hit") {
+		t.Errorf("second request: Cache-Status %q, want a hit", cs)
+	}
+	wantCalls(t, o, 1)
+	if store.Lookup(h.hot, "http://example.com/shared") != nil {
+		t.Error("local memory holds the entry the store took")
 	}
 }

@@ -130,6 +130,17 @@ func bookerOf(st store.Store) store.Booker {
 	return nil
 }
 
+// fallbackOf is st's store.Fallback when st is a shared store, else nil: what the request
+// path reads through (sharedGet). An interface, as for guarded.
+func fallbackOf(st store.Store) *store.Fallback {
+	if f, ok := st.(interface{ fallback() *store.Fallback }); ok {
+		return f.fallback()
+	}
+	return nil
+}
+
+func (c sharedStore) fallback() *store.Fallback { return c.Fallback }
+
 // remoteState is what the admin reads of a shared store.
 type remoteState interface {
 	breakerOpen() bool

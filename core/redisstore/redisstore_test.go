@@ -349,7 +349,7 @@ func TestUnreadableEntryIsAMiss(t *testing.T) {
 		{desc: "garbage", v: "not an entry"},
 		{desc: "empty", v: "", wantDeleted: true, wantErr: store.ErrMalformed},
 		{desc: "garbage after the version byte", v: "\x01not an entry", wantDeleted: true, wantErr: store.ErrMalformed},
-		{desc: "future version", v: "\x03\x00\x00\x00"},
+		{desc: "future version", v: "\x04\x00\x00\x00"},
 		{desc: "truncated", v: string(store.Encode(sampleEntry(time.Now()))[:100]), wantDeleted: true, wantErr: store.ErrMalformed},
 		{desc: "status 0", v: withStatus(0), wantDeleted: true, wantErr: store.ErrInvalid},
 		{desc: "status 1000", v: withStatus(1000), wantDeleted: true, wantErr: store.ErrInvalid},

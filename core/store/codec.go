@@ -18,8 +18,10 @@ import (
 // read is reported as an error, which a store turns into a miss; the answer is then fetched
 // and stored again in the current layout.
 //
-// Layout, versions 1 and 2 (varint is encoding/binary's zig-zag form, uvarint the unsigned
-// one):
+// Layout 3, which Encode writes (blocks.go), puts each kind of string in one block, for a
+// decoder that runs interpreted. Layouts 1 and 2, which Encode writes only for entries
+// layout 3 cannot hold and which this version still reads (varint is encoding/binary's
+// zig-zag form, uvarint the unsigned one):
 //
 //	byte     version (1, or 2 for an entry with tags)
 //	byte     flags: 1 VaryIndex, 2 Body present (nil and empty bodies stay apart: HEAD), 4 Pass
@@ -35,21 +37,25 @@ import (
 // Strings are a uvarint length and the bytes. Header fields are written in sorted order so
 // that one Entry always encodes to the same bytes.
 //
-// Version 2 adds tags. An entry without tags is still written in version 1, byte for byte as
-// before tags: during a rolling upgrade the previous Weir, which knows only version 1, reads
-// every untagged entry, and takes a tagged one for a miss it leaves in place
-// (ErrUnknownVersion) rather than a broken entry it deletes.
+// Version 2 added tags, and was written only for entries with tags, so that a Weir that
+// knew only version 1 read every untagged entry and took a tagged one for a miss it left in
+// place (ErrUnknownVersion) rather than a broken entry it deletes; a Weir that knows only
+// versions 1 and 2 takes a layout-3 entry the same way.
 //
 // Times are Unix nanoseconds, which hold the years 1678 to 2261; Encode clamps a time
 // outside them to the nearest end. Decoded times are in the local zone and carry no
 // monotonic reading.
 
-// EncodingVersion is the newest layout, which Encode writes for an entry with tags; an entry
-// without them is written in layout 1 (encodingUntagged).
-const EncodingVersion = 2
+// EncodingVersion is the newest layout, which Encode writes for every entry Weir stores
+// (encodingBlocks, blocks.go).
+const EncodingVersion = encodingBlocks
 
-// encodingUntagged is the layout of entries without tags: version 1, readable by every Weir.
-const encodingUntagged = 1
+// encodingUntagged is layout 1, of entries without tags, and encodingTagged layout 2, which
+// adds tags: Encode writes them only for entries layout 3 cannot hold, all invalid.
+const (
+	encodingUntagged = 1
+	encodingTagged   = 2
+)
 
 const (
 	flagVaryIndex = 1
@@ -99,16 +105,33 @@ var (
 	ErrInvalid = errors.New("invalid entry")
 )
 
-// Encode returns the binary form of e in the current layout (EncodingVersion).
+// Encode returns the binary form of e: layout 3 (EncodingVersion, blocks.go) when its
+// strings can be split back out of their blocks, which holds for every valid entry but one
+// with a header field without values; otherwise layout 1, or 2 for an entry with tags, in
+// which Decode finds what is invalid (an empty name, a value holding LF or NUL) as it did
+// before layout 3.
 //
-// Encode and Decode are written out in single functions, without helper calls per field:
+// Encode and Decode are written out in few functions, without helper calls per field:
 // under Yaegi each call costs microseconds, and the entry's shape is small and fixed.
 func Encode(e *Entry) []byte {
-	// Sizing the buffer up front keeps to one allocation; a uvarint takes at most 10 bytes.
 	names := make([]string, 0, len(e.Header))
-	n := 3 + 10 + 5*10 + 10 + 10 + len(e.Body) + 10
-	for k, vs := range e.Header {
+	for k := range e.Header {
 		names = append(names, k)
+	}
+	sort.Strings(names)
+	if blocksFit(e, names) {
+		return encodeBlocks(e, names)
+	}
+	return encodeFields(e, names)
+}
+
+// encodeFields is Encode in layout 1, or 2 for an entry with tags; names are e.Header's,
+// sorted.
+func encodeFields(e *Entry, names []string) []byte {
+	// Sizing the buffer up front keeps to one allocation; a uvarint takes at most 10 bytes.
+	n := 3 + 10 + 5*10 + 10 + 10 + len(e.Body) + 10
+	for _, k := range names {
+		vs := e.Header[k]
 		n += 20 + len(k) + 10*len(vs)
 		for _, v := range vs {
 			n += len(v)
@@ -120,42 +143,24 @@ func Encode(e *Entry) []byte {
 	for _, t := range e.Tags {
 		n += 10 + len(t)
 	}
-	sort.Strings(names)
 
 	b := make([]byte, 3, n)
 	b[0] = encodingUntagged
 	if len(e.Tags) > 0 {
-		b[0] = EncodingVersion
+		b[0] = encodingTagged
 	}
-	if e.Pass {
-		b[1] |= flagPass
-	}
-	if e.VaryIndex {
-		b[1] |= flagVaryIndex
-	}
-	if e.Body != nil {
-		b[1] |= flagBody
-	}
+	b[1] = flagsOf(e)
 	b = binary.AppendVarint(b, int64(e.Status))
 	times := [5]time.Time{e.Born, e.FreshUntil, e.StaleWhileRevalidateUntil, e.StaleIfErrorUntil, e.KeepUntil}
 	// bit is a typed variable: Yaegi gives `1 << k` the type int where Go gives it byte, and
 	// then panics mixing it with a byte.
 	bit := byte(1)
 	for _, t := range times {
-		present := !t.IsZero()
-		if present {
+		if !t.IsZero() {
 			b[2] |= bit
+			b = binary.AppendVarint(b, clampedNano(t))
 		}
 		bit <<= 1
-		if !present {
-			continue
-		}
-		if t.Before(minNanoTime) {
-			t = minNanoTime
-		} else if t.After(maxNanoTime) {
-			t = maxNanoTime
-		}
-		b = binary.AppendVarint(b, t.UnixNano())
 	}
 
 	b = binary.AppendUvarint(b, uint64(len(names)))
@@ -185,6 +190,32 @@ func Encode(e *Entry) []byte {
 	return append(b, e.Body...)
 }
 
+// flagsOf is e's flags byte.
+func flagsOf(e *Entry) byte {
+	var f byte
+	if e.Pass {
+		f |= flagPass
+	}
+	if e.VaryIndex {
+		f |= flagVaryIndex
+	}
+	if e.Body != nil {
+		f |= flagBody
+	}
+	return f
+}
+
+// clampedNano is t in Unix nanoseconds, clamped to the times Encode writes (minNanoTime to
+// maxNanoTime).
+func clampedNano(t time.Time) int64 {
+	if t.Before(minNanoTime) {
+		t = minNanoTime
+	} else if t.After(maxNanoTime) {
+		t = maxNanoTime
+	}
+	return t.UnixNano()
+}
+
 // Decode reads an entry written by Encode. It returns an error wrapping ErrUnknownVersion or
 // ErrMalformed for input it cannot read, and ErrInvalid for input that reads but is not an
 // entry Weir writes (see validity below), and never panics. Every count and length is
@@ -211,9 +242,14 @@ func Encode(e *Entry) []byte {
 // The returned entry's Body shares b's memory: b must not be changed afterwards.
 //
 // An entry read from a shared store is decoded on every lookup that misses the near cache,
-// interpreted, so Decode first reads it the short way (decodeFast); what that way does not
-// take, valid or not, decodeChecked reads, which says what is wrong.
+// interpreted: layout 3 is read by decodeBlocks, written for it. An entry of layout 1 or 2
+// (written by a previous Weir) is read the short way first (decodeFast); what that way does
+// not take, valid or not, decodeChecked reads, which says what is wrong. In layout 3 an
+// entry both malformed and invalid may be reported as either.
 func Decode(b []byte) (*Entry, error) {
+	if len(b) > 0 && b[0] == encodingBlocks {
+		return decodeBlocks(b)
+	}
 	if e := decodeFast(b); e != nil {
 		return e, nil
 	}
@@ -405,7 +441,7 @@ func decodeChecked(b []byte) (*Entry, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("empty input: %w", ErrMalformed)
 	}
-	if b[0] != encodingUntagged && b[0] != EncodingVersion {
+	if b[0] != encodingUntagged && b[0] != encodingTagged {
 		return nil, fmt.Errorf("version %d: %w", b[0], ErrUnknownVersion)
 	}
 	if len(b) < 3 {
@@ -562,7 +598,7 @@ func decodeChecked(b []byte) (*Entry, error) {
 		}
 	}
 
-	if b[0] == EncodingVersion {
+	if b[0] == encodingTagged {
 		// A tag takes at least two bytes (its length and one byte), like a header field.
 		nt, n := binary.Uvarint(b[i:])
 		if n <= 0 || nt > maxFields || 2*nt > uint64(len(b)-i-n) {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand"
 	"net/http"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,24 +26,7 @@ func codecEntries() []struct {
 		desc string
 		e    *Entry
 	}{
-		{desc: "full answer", e: &Entry{
-			Status: 200,
-			Header: http.Header{
-				"Content-Type":   {"text/html; charset=utf-8"},
-				"Cache-Control":  {"max-age=60", "stale-while-revalidate=30"},
-				"Content-Length": {"25"},
-				"Set-Cookie":     {},
-				"X-Empty":        {""},
-				"X-Tab":          {"a\tb"},
-			},
-			Body:                      []byte("<html>\x00\xff binary \r\n</html>"),
-			Born:                      codecBorn,
-			FreshUntil:                codecBorn.Add(time.Minute),
-			StaleWhileRevalidateUntil: codecBorn.Add(90 * time.Second),
-			StaleIfErrorUntil:         codecBorn.Add(time.Hour),
-			KeepUntil:                 codecBorn.Add(time.Hour),
-			Vary:                      []string{"Accept-Encoding", "Accept-Language"},
-		}},
+		{desc: "full answer", e: fullAnswer()},
 		{desc: "HEAD answer keeps a nil body", e: &Entry{Status: 204, Header: http.Header{"Content-Length": {"0"}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn.Add(time.Second)}},
 		{desc: "empty body stays empty, not nil", e: &Entry{Status: 200, Body: []byte{}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
 		{desc: "variant index born after its freshness ends", e: &Entry{VaryIndex: true, Vary: []string{"Accept"}, Born: codecBorn.Add(time.Millisecond), FreshUntil: codecBorn, KeepUntil: codecBorn}},
@@ -62,7 +47,67 @@ func codecEntries() []struct {
 			Tags:       []string{"product-1", "products", "caf\xc3\xa9", "a b", "\xff"},
 		}},
 		{desc: "most and longest tags", e: &Entry{Status: 200, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn, Tags: manyTags(MaxTags, MaxTagLen)}},
+		{desc: "full answer in layout 3", e: fullAnswer3()},
+		{desc: "one field of one empty value", e: &Entry{Status: 200, Header: http.Header{"X": {""}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
+		{desc: "non-canonical content-length", e: &Entry{Status: 200, Header: http.Header{"content-length": {"0"}}, Body: []byte{}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
 	}
+}
+
+// fullAnswer has every part an answer may have, and a field without values, which layout 3
+// cannot hold.
+func fullAnswer() *Entry {
+	return &Entry{
+		Status: 200,
+		Header: http.Header{
+			"Content-Type":   {"text/html; charset=utf-8"},
+			"Cache-Control":  {"max-age=60", "stale-while-revalidate=30"},
+			"Content-Length": {"25"},
+			"Set-Cookie":     {},
+			"X-Empty":        {""},
+			"X-Tab":          {"a\tb"},
+		},
+		Body:                      []byte("<html>\x00\xff binary \r\n</html>"),
+		Born:                      codecBorn,
+		FreshUntil:                codecBorn.Add(time.Minute),
+		StaleWhileRevalidateUntil: codecBorn.Add(90 * time.Second),
+		StaleIfErrorUntil:         codecBorn.Add(time.Hour),
+		KeepUntil:                 codecBorn.Add(time.Hour),
+		Vary:                      []string{"Accept-Encoding", "Accept-Language"},
+	}
+}
+
+// fullAnswer3 is fullAnswer as layout 3 holds it: no field without values, with tags and a
+// field whose name ends in Content-Length.
+func fullAnswer3() *Entry {
+	e := fullAnswer()
+	delete(e.Header, "Set-Cookie")
+	e.Header["X-Content-Length"] = []string{"7"}
+	e.Tags = []string{"product-1", "caf\xc3\xa9"}
+	return e
+}
+
+// layoutOf is the layout Encode writes e in: layout 3, but for an entry it cannot hold
+// (a field without values: the "full answer" of codecEntries).
+func layoutOf(e *Entry) byte {
+	for _, vs := range e.Header {
+		if len(vs) == 0 {
+			if len(e.Tags) > 0 {
+				return 2
+			}
+			return 1
+		}
+	}
+	return EncodingVersion
+}
+
+// sortedNames are e's header field names, sorted, as Encode takes them.
+func sortedNames(e *Entry) []string {
+	names := make([]string, 0, len(e.Header))
+	for k := range e.Header {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // manyTags returns n distinct tags of size bytes each.
@@ -106,8 +151,12 @@ func TestDecodeVersion1(t *testing.T) {
 	if got.Tags != nil {
 		t.Errorf("Tags = %q, want nil", got.Tags)
 	}
+	// Layout 3 cannot hold its Set-Cookie field without values: Encode keeps layout 1.
 	if again := Encode(got); string(again) != v1FullAnswer {
-		t.Errorf("Encode of the untagged entry differs from layout 1's bytes")
+		t.Errorf("Encode of the entry differs from layout 1's bytes")
+	}
+	if again := encodeFields(got, sortedNames(got)); string(again) != v1FullAnswer {
+		t.Errorf("encodeFields of the untagged entry differs from layout 1's bytes")
 	}
 }
 
@@ -150,12 +199,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	for _, tc := range codecEntries() {
 		t.Run(tc.desc, func(t *testing.T) {
 			b := Encode(tc.e)
-			// Layout 2 only for tags: an untagged entry is written as the previous Weir
-			// wrote it.
-			want := byte(1)
-			if len(tc.e.Tags) > 0 {
-				want = EncodingVersion
-			}
+			want := layoutOf(tc.e)
 			if b[0] != want {
 				t.Fatalf("first byte = %d, want version %d", b[0], want)
 			}
@@ -203,8 +247,8 @@ func TestEncodeLayout(t *testing.T) {
 		1, 1, 'V', // Vary: "V"
 		2, 'h', 'i', // body
 	}
-	if got := Encode(e); !bytes.Equal(got, want) {
-		t.Errorf("Encode = %v, want %v", got, want)
+	if got := encodeFields(e, []string{"A"}); !bytes.Equal(got, want) {
+		t.Errorf("encodeFields = %v, want %v", got, want)
 	}
 
 	e.Tags = []string{"t", "uv"}
@@ -215,8 +259,34 @@ func TestEncodeLayout(t *testing.T) {
 		2, 1, 't', 2, 'u', 'v', // tags: "t", "uv"
 		2, 'h', 'i',
 	}
+	if got := encodeFields(e, []string{"A"}); !bytes.Equal(got, want) {
+		t.Errorf("encodeFields with tags = %v, want %v", got, want)
+	}
+
+	e.Header["C"] = []string{"d", "e"}
+	want = []byte{
+		3,      // version
+		2,      // flags: body present
+		1 | 16, // times: Born, KeepUntil
+		0, 200, // status
+		0, 0, 0, 0, 0, 0, 0, 1, // Born
+		0, 0, 0, 0, 0, 0, 0, 0, // FreshUntil, not present
+		0, 0, 0, 0, 0, 0, 0, 0, // StaleWhileRevalidateUntil, not present
+		0, 0, 0, 0, 0, 0, 0, 0, // StaleIfErrorUntil, not present
+		0, 0, 0, 0, 0, 0, 0, 2, // KeepUntil
+		0, 0, 0, 3, // names
+		0, 0, 0, 5, // values
+		0, 0, 0, 1, // Vary
+		0, 0, 0, 4, // tags
+		0, 0, 0, 2, // body
+		'A', '\n', 'C',
+		'b', '\n', 'd', 0, 'e',
+		'V',
+		't', '\n', 'u', 'v',
+		'h', 'i',
+	}
 	if got := Encode(e); !bytes.Equal(got, want) {
-		t.Errorf("Encode with tags = %v, want %v", got, want)
+		t.Errorf("Encode in layout 3 = %v, want %v", got, want)
 	}
 }
 
@@ -250,7 +320,15 @@ func TestDecodeRejects(t *testing.T) {
 		want error
 	}{
 		{desc: "empty", in: nil, want: ErrMalformed},
-		{desc: "unknown version", in: []byte{3, 0, 0, 0, 0, 0, 0}, want: ErrUnknownVersion},
+		{desc: "unknown version", in: []byte{4, 0, 0, 0, 0, 0, 0}, want: ErrUnknownVersion},
+		{desc: "layout 3 short header", in: valid[:blocksHead-1], want: ErrMalformed},
+		{desc: "layout 3 truncated body", in: valid[:len(valid)-1], want: ErrMalformed},
+		{desc: "layout 3 block beyond the input", in: withByte(valid, blocksLens+3, 9), want: ErrMalformed},
+		{desc: "layout 3 block lengths short of the input", in: withByte(withByte(valid, blocksLens+3, 0), blocksLens+19, 4), want: ErrMalformed},
+		{desc: "layout 3 values without names", in: withByte(withByte(valid, blocksLens+3, 0), blocksLens+7, 2), want: ErrMalformed},
+		{desc: "layout 3 more values than names", in: encodeBlocks(&Entry{Status: 200, Header: http.Header{"A": {"b\nc"}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}, []string{"A"}), want: ErrMalformed},
+		{desc: "layout 3 duplicate header field", in: encodeBlocks(&Entry{Status: 200, Header: http.Header{"A": {"b"}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}, []string{"A", "A"}), want: ErrMalformed},
+		{desc: "layout 3 body bytes without body flag", in: withByte(valid, 1, 0), want: ErrMalformed},
 		{desc: "layout 2 without its tag count", in: []byte{2, 0, 0, 0, 0, 0}, want: ErrMalformed},
 		{desc: "tag count beyond input", in: []byte{2, 0, 0, 0, 0, 0, 5, 1, 'a', 0}, want: ErrMalformed},
 		{desc: "tag beyond input", in: []byte{2, 0, 0, 0, 0, 0, 1, 9, 'a', 0}, want: ErrMalformed},
@@ -281,6 +359,13 @@ func TestDecodeRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withByte is a copy of b with b[i] set to c.
+func withByte(b []byte, i int, c byte) []byte {
+	b = append([]byte(nil), b...)
+	b[i] = c
+	return b
 }
 
 // An entry that follows the layout but holds what Weir never stores is invalid: a store's
@@ -389,10 +474,12 @@ func TestDecodeRejectsInvalid(t *testing.T) {
 }
 
 func TestDecodeRejectsEveryTruncation(t *testing.T) {
-	b := Encode(codecEntries()[0].e)
-	for i := 0; i < len(b); i++ {
-		if e, err := Decode(b[:i]); err == nil {
-			t.Fatalf("Decode(first %d of %d bytes) = %+v, want an error", i, len(b), e)
+	for _, tc := range codecEntries() {
+		b := Encode(tc.e)
+		for i := 0; i < len(b) && i < 1024; i++ {
+			if e, err := Decode(b[:i]); err == nil {
+				t.Fatalf("%s: Decode(first %d of %d bytes) = %+v, want an error", tc.desc, i, len(b), e)
+			}
 		}
 	}
 }
@@ -404,10 +491,11 @@ func decodeSeeds() [][]byte {
 		{1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		{2, 0, 0},
 		{3, 0, 0},
+		{4, 0, 0},
 		[]byte(v1FullAnswer),
 	}
 	for _, tc := range codecEntries() {
-		seeds = append(seeds, Encode(tc.e))
+		seeds = append(seeds, Encode(tc.e), encodeFields(tc.e, sortedNames(tc.e)))
 	}
 	return seeds
 }
@@ -486,8 +574,8 @@ func sameDecoded(got, want *Entry) string {
 	return ""
 }
 
-// TestDecodeFast: the entries Weir writes take decodeFast, and decode as decodeChecked
-// reads them; those it leaves to decodeChecked do not.
+// TestDecodeFast: the entries the previous Weir writes (layouts 1 and 2) take decodeFast,
+// and decode as decodeChecked reads them; those it leaves to decodeChecked do not.
 func TestDecodeFast(t *testing.T) {
 	long := strings.Repeat("v", 300)
 	tests := []struct {
@@ -506,7 +594,7 @@ func TestDecodeFast(t *testing.T) {
 		{desc: "non-canonical content-length", e: &Entry{Status: 200, Header: http.Header{"content-length": {"0"}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
 	}
 	for _, tc := range tests {
-		b := Encode(tc.e)
+		b := encodeFields(tc.e, sortedNames(tc.e))
 		f := decodeFast(b)
 		if (f != nil) != tc.fast {
 			t.Errorf("%s: decodeFast took it: %v, want %v", tc.desc, f != nil, tc.fast)
@@ -615,6 +703,26 @@ func isToken(s string) bool {
 	return true
 }
 
+// TestDecodeMutations runs FuzzDecode's properties over the seeds with bytes changed, from
+// a fixed seed: every byte of layout 3's fixed part, and random ones elsewhere.
+func TestDecodeMutations(t *testing.T) {
+	rnd := rand.New(rand.NewSource(1))
+	for _, b := range decodeSeeds() {
+		if len(b) < blocksHead || b[0] != encodingBlocks || len(b) > 4096 {
+			continue
+		}
+		for i := 1; i < blocksHead; i++ {
+			for _, c := range []byte{0, 1, 0x7f, 0xff, b[i] + 1, b[i] - 1} {
+				checkDecode(t, withByte(b, i, c))
+			}
+		}
+		for k := 0; k < 200; k++ {
+			m := withByte(b, blocksHead+rnd.Intn(len(b)-blocksHead+1)-1, byte(rnd.Intn(256)))
+			checkDecode(t, m)
+		}
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	for _, b := range decodeSeeds() {
 		f.Add(b)
@@ -648,7 +756,7 @@ func ExampleEncode() {
 		return
 	}
 	fmt.Println(b[0], got.Status, got.Header.Get("Content-Type"), string(got.Body), got.KeepUntil.UTC().Year())
-	// Output: 1 200 text/plain hello 2030
+	// Output: 3 200 text/plain hello 2030
 }
 
 func ExampleDecode() {
@@ -664,8 +772,47 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
+// BenchmarkDecode decodes codecEntries' "full answer", which layout 3 cannot hold (a field
+// without values): layout 1.
 func BenchmarkDecode(b *testing.B) {
-	enc := Encode(codecEntries()[0].e)
+	benchmarkDecode(b, Encode(codecEntries()[0].e))
+}
+
+// benchAnswer is a stored answer of 1 KiB with the fields a typical origin sends
+// (core/redisstore's BenchmarkGet).
+func benchAnswer() *Entry {
+	return &Entry{
+		Status: 200,
+		Header: http.Header{
+			"Cache-Control":  {"max-age=3600"},
+			"Content-Type":   {"text/plain; charset=utf-8"},
+			"Content-Length": {"1024"},
+			"Date":           {"Tue, 01 Dec 2026 12:00:00 GMT"},
+		},
+		Body:       bytes.Repeat([]byte("x"), 1024),
+		Born:       codecBorn,
+		FreshUntil: codecBorn.Add(time.Hour),
+		KeepUntil:  codecBorn.Add(time.Hour),
+	}
+}
+
+// BenchmarkDecodeAnswer decodes benchAnswer as Encode writes it (layout 3); under Yaegi
+// (scripts/yaegi-cost.sh core/store BenchmarkDecodeAnswer) it counts what decoding costs a
+// hit read from a shared store.
+func BenchmarkDecodeAnswer(b *testing.B) {
+	benchmarkDecode(b, Encode(benchAnswer()))
+}
+
+// BenchmarkDecodeAnswerLayout1 decodes benchAnswer in layout 1, as the previous Weir wrote
+// it (decodeFast).
+func BenchmarkDecodeAnswerLayout1(b *testing.B) {
+	e := benchAnswer()
+	benchmarkDecode(b, encodeFields(e, sortedNames(e)))
+}
+
+func benchmarkDecode(b *testing.B, enc []byte) {
+	b.Helper()
+	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if _, err := Decode(enc); err != nil {
 			b.Fatal(err)

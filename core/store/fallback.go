@@ -30,8 +30,10 @@ import (
 // local copies are only for an outage, and only an outage's end empties them.
 type Fallback struct {
 	remote Store
-	local  *Memory
-	down   func() bool
+	// guard is remote when it is a Guard, which ReadShared calls as a function.
+	guard *Guard
+	local *Memory
+	down  func() bool
 }
 
 var (
@@ -42,7 +44,8 @@ var (
 // NewFallback puts local behind remote. down tells whether remote is lost now; it is
 // called only after a write remote refused, so it may take a lock.
 func NewFallback(remote Store, local *Memory, down func() bool) *Fallback {
-	return &Fallback{remote: remote, local: local, down: down}
+	g, _ := remote.(*Guard)
+	return &Fallback{remote: remote, guard: g, local: local, down: down}
 }
 
 // Local is the process memory behind the shared store: what the hit path reads.
@@ -54,7 +57,21 @@ func (f *Fallback) Local() *Memory {
 // Redis store with its near cache on looks in local memory itself before it asks the
 // server, so a local copy is found there while the breaker is closed.
 func (f *Fallback) Get(ctx context.Context, key string) (*Entry, error) {
-	e, err := f.remote.Get(ctx, key)
+	return ReadShared(f, ctx, key)
+}
+
+// ReadShared is f.Get as a function, for the engine's read of a shared store on the
+// request's path: under Yaegi a method called through an interface costs several times a
+// function call, and a guard in front of the shared store is called as a function too
+// (guardGet).
+func ReadShared(f *Fallback, ctx context.Context, key string) (*Entry, error) {
+	var e *Entry
+	var err error
+	if f.guard != nil {
+		e, err = guardGet(f.guard, ctx, key)
+	} else {
+		e, err = f.remote.Get(ctx, key)
+	}
 	if err == nil {
 		return e, nil
 	}

@@ -242,3 +242,33 @@ func TestMemorySetInEpoch(t *testing.T) {
 		})
 	}
 }
+
+// TestFallbackOverGuard: a Fallback over a Guard reads through it as a function
+// (ReadShared), with the Guard's breaker and local memory behind it as through Get.
+func TestFallbackOverGuard(t *testing.T) {
+	remote := &flakyStore{m: NewMemory(MemorySettings{})}
+	local := NewMemory(MemorySettings{})
+	g := NewGuard(remote, GuardSettings{})
+	f := NewFallback(g, local, func() bool { return false })
+	if f.guard != g {
+		t.Fatal("NewFallback did not take its remote store for a Guard")
+	}
+	ctx := context.Background()
+	e := &Entry{Status: 200}
+	if err := remote.m.Set(ctx, "k", e); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadShared(f, ctx, "k"); got != e || err != nil {
+		t.Errorf("ReadShared = %v, %v; want the remote entry", got, err)
+	}
+	remote.fail = errRemote
+	if got, err := ReadShared(f, ctx, "k"); got != nil || !errors.Is(err, errRemote) {
+		t.Errorf("ReadShared with the remote failing and nothing local = %v, %v; want %v", got, err, errRemote)
+	}
+	if err := local.Set(ctx, "k", e); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.Get(ctx, "k"); got != e || err != nil {
+		t.Errorf("Get with the remote failing = %v, %v; want the local entry", got, err)
+	}
+}

@@ -115,6 +115,11 @@ func (s GuardSettings) breakerSettings() breaker.Settings {
 
 // Get implements Store.
 func (g *Guard) Get(ctx context.Context, key string) (*Entry, error) {
+	return guardGet(g, ctx, key)
+}
+
+// guardGet is g.Get as a function (ReadShared).
+func guardGet(g *Guard, ctx context.Context, key string) (*Entry, error) {
 	gen := breaker.Quiet(g.b)
 	if gen == 0 {
 		return troubledCall(g, ctx, opGet, key, nil)
