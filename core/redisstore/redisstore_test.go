@@ -259,7 +259,9 @@ func TestTLS(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			st := newStore(t, Settings{URL: tc.url, Timeout: time.Second})
+			// A handshake under the race detector on a loaded machine was seen to take more
+			// than a second; a refusal comes as soon as the handshake reaches it.
+			st := newStore(t, Settings{URL: tc.url, Timeout: 10 * time.Second})
 			setAndGet(t, st, tc.wantErr)
 		})
 	}
