@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 )
 
@@ -125,7 +124,7 @@ func TryTake(l *Limiter, partition, host string, upload bool) (*Slot, error) {
 	}
 	p.mu.Lock()
 	// free is what remains after this fetch takes its slot; it must stay at least size/4.
-	free := p.caps.size - heldLocked(p) - 1
+	free := p.caps.size - p.inFlight - 1
 	if free*reserveDivisor < p.caps.size || !eligibleLocked(p, partition, host) {
 		p.mu.Unlock()
 		return nil, ErrNoBackgroundSlot
@@ -148,14 +147,13 @@ type Stats struct {
 type PoolStats struct {
 	// Size is the pool's MaxConcurrent or MaxUpload.
 	Size int
-	// InFlight is how many slots are held, fast ones (Take's, below every cap) included.
+	// InFlight is how many slots are held.
 	InFlight int
 	// Queued is how many requests wait for a slot.
 	Queued int
 	// HighWater is the most slots held at once since the Limiter was built.
 	HighWater int
-	// Partitions is how many partitions hold or wait for a slot; the partitions of fast
-	// slots, which the pool does not record, are not counted.
+	// Partitions is how many partitions hold or wait for a slot.
 	Partitions int
 }
 
@@ -164,11 +162,9 @@ func (l *Limiter) Stats() Stats {
 	return Stats{Fetch: l.fetch.stats(), Upload: l.upload.stats()}
 }
 
-// Usage is what one partition and its host hold in one pool. The fast slots held (Take's,
-// below every cap), whose partitions and hosts the pool does not record, count in InFlight
-// and HostInFlight as the caps count them: what the partition and host may hold.
+// Usage is what one partition and its host hold in one pool.
 type Usage struct {
-	// InFlight is how many slots the partition holds, or may hold.
+	// InFlight is how many slots the partition holds.
 	InFlight int
 	// Queued is how many of the partition's requests wait.
 	Queued int
@@ -183,14 +179,10 @@ func (l *Limiter) Usage(req Request) Usage {
 		p = l.upload
 	}
 	p.mu.Lock()
-	fast := heldLocked(p) - p.inFlight
 	u := Usage{
-		InFlight:     p.byPartition[req.Partition] + fast,
+		InFlight:     p.byPartition[req.Partition],
 		Queued:       p.queuedBy[req.Partition],
 		HostInFlight: p.byHost[req.Host],
-	}
-	if p.caps.perHost > 0 {
-		u.HostInFlight += fast
 	}
 	p.mu.Unlock()
 	return u
@@ -207,9 +199,6 @@ func contextDone(ctx context.Context) error {
 type Slot struct {
 	p *pool
 	s slot
-	// fast marks a fast slot (Take's, counted in the pool's count alone) until it is given
-	// back. A plain field: a Slot is given back by the goroutine that took it.
-	fast bool
 }
 
 // The limiter hands out one style of slot: a *Slot, taken by Take (free at once), Wait (free
@@ -222,54 +211,28 @@ type Slot struct {
 // take a slot each. It returns nil when the request would have to queue; the caller then
 // calls Wait, which queues it.
 //
-// Below the fast bound and with nobody queued it takes a fast slot: a load and a
-// compare-and-swap, no lock, no map (the pool's comment). In Yaegi each call into compiled
-// code costs about as much as a mutex's lock and unlock together, so the fast path makes as
-// few as it can (docs/yaegi.md). Otherwise takeSlow decides under the lock, in a function of
-// its own: in Yaegi a call allocates a slot for every value of the callee's whole body,
-// taken branch or not, and Take's own body is what every pass-through request pays.
+// Its body is eligibleLocked and takeLocked written out, with the host cap, off by default,
+// in functions of its own: in Yaegi a call allocates a slot for every value of the callee's
+// whole body, taken branch or not (docs/yaegi.md).
 func Take(l *Limiter, partition, host string, upload bool) *Slot {
 	p := l.fetch
 	if upload {
 		p = l.upload
 	}
-	// A compare-and-swap rather than an add taken back when over: count never holds a slot
-	// that is not held, so the decisions under the lock and the high water are exact. A
-	// Take that loses a race takes the lock.
-	n := atomic.LoadInt64(&p.count)
-	if n < fastBase && atomic.CompareAndSwapInt64(&p.count, n, n+1) {
-		if n >= atomic.LoadInt64(&p.fastHigh) {
-			raiseFastHigh(p, n+1)
-		}
-		return &Slot{p: p, fast: true}
-	}
-	return takeSlow(p, partition, host)
-}
-
-// takeSlow is Take under the lock: eligibleLocked and takeLocked written out, with the host
-// cap, off by default, in a function of its own.
-func takeSlow(p *pool, partition, host string) *Slot {
 	p.mu.Lock()
-	if p.head != nil {
-		// Waiters come first: a request that finds others queued joins them.
-		p.mu.Unlock()
-		return nil
-	}
 	if p.caps.perHost > 0 {
 		return takeCappedLocked(p, partition, host)
 	}
-	// heldLocked and countLocked written out: this is the path of every request while the
-	// pool is at its fast bound.
-	held := int(atomic.LoadInt64(&p.count) - p.base)
 	n := p.byPartition[partition]
-	if held >= p.caps.size || n+held-p.inFlight >= p.caps.perPartition {
+	if p.head != nil || p.inFlight >= p.caps.size || n >= p.caps.perPartition {
+		// Waiters come first: a request that finds others queued joins them.
 		p.mu.Unlock()
 		return nil
 	}
 	p.byPartition[partition] = n + 1
 	p.inFlight++
-	if held = int(atomic.AddInt64(&p.count, 1) - p.base); held > p.highWater {
-		p.highWater = held
+	if p.inFlight > p.highWater {
+		p.highWater = p.inFlight
 	}
 	p.mu.Unlock()
 	return &Slot{p: p, s: slot{partition: partition, host: host, state: stateHeld}}
@@ -279,7 +242,8 @@ func takeSlow(p *pool, partition, host string) *Slot {
 // unlocks p.
 func takeCappedLocked(p *pool, partition, host string) *Slot {
 	defer p.mu.Unlock()
-	if !eligibleLocked(p, partition, host) {
+	if p.head != nil || !eligibleLocked(p, partition, host) {
+		// Waiters come first: a request that finds others queued joins them.
 		return nil
 	}
 	sl := &Slot{p: p, s: slot{partition: partition, host: host}}
@@ -325,14 +289,5 @@ func WaitAfter(ctx context.Context, l *Limiter, partition, host string, upload b
 // nothing, so a caller may both defer it against a panic and call it once the body is
 // buffered.
 func Return(s *Slot) {
-	if s.fast {
-		s.fast = false
-		// At fastBase or over, a gate is on or the slots taken under the lock reach the fast
-		// bound: waiters may be queued, and what this slot frees goes to them.
-		if atomic.AddInt64(&s.p.count, -1) >= fastBase {
-			grantWaiters(s.p)
-		}
-		return
-	}
 	giveBack(s.p, &s.s)
 }

@@ -3,7 +3,6 @@ package limit
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -46,51 +45,13 @@ type slot struct {
 	next  *slot
 }
 
-// The fast path's counter (pool.count) is the slots held plus offsets, so that one load and
-// one compare-and-swap tell a fast Take whether it may take a slot: fastBase less the fast
-// bound is added once, and a gate while waiters are queued or while the caps are below the
-// fast bound the pool started with. Typed literals: Yaegi gives an untyped constant made
-// by an operator the type int (docs/yaegi.md).
-const (
-	// fastBase is the count at which the fast path stops: slots held equal to the fast bound.
-	fastBase int64 = 1099511627776 // 1 << 40
-	// gate closes the fast path: every count with one on is above fastBase.
-	gate int64 = 1125899906842624 // 1 << 50
-)
-
 // pool is one budget of origin slots with its queue of waiters.
-//
-// A slot is taken one of two ways. While the pool holds fewer slots than its fast bound (one
-// less than the smallest of its size, the partition cap and the host cap) and nobody is
-// queued, Take takes a fast slot: an atomic compare-and-swap of count, no lock, no partition
-// or host counted, since however the slots held are spread none of them can reach its cap.
-// Otherwise slots are taken under mu and counted per partition and host. count holds both;
-// the decisions taken under mu count the slots they cannot attribute (the fast ones) as the
-// partition's and the host's own, so that no cap is ever exceeded however they are spread. A
-// fast Take may land between a decision's read of count and its grant: it needs fewer slots
-// held than the fast bound, one less than every cap, so the two together hold no more than a
-// cap. A fast slot given back while a waiter is queued grants the queue under mu: it sees
-// the waiters' gate in the count its add returns, and a waiter reads the count after its
-// gate is on, so that one of the two always sees the other (atomics are sequentially
-// consistent).
 type pool struct {
-	// count is the slots held (fast or not) plus base; atomic.
-	count int64
-	// fastHigh is the highest count a fast Take reached, when base was offset; atomic.
-	fastHigh int64
-
 	// mu guards every field below and the state and links of the pool's slots.
-	mu   sync.Mutex
-	caps caps
-	// offset is fastBase less the fast bound, set by the first caps and kept: a smaller bound
-	// in later caps closes the fast path with a gate rather than change what count means.
-	offset int64
-	// base is what count holds beyond the slots held: offset and the gates on.
-	base        int64
-	waitGated   bool           // the gate for waiters queued is on
-	capsGated   bool           // the gate for caps below the fast bound is on
-	inFlight    int            // slots taken under mu (fast ones are not)
-	highWater   int            // the most slots held at once seen under mu
+	mu          sync.Mutex
+	caps        caps
+	inFlight    int
+	highWater   int
 	byPartition map[string]int // slots held per partition; no zero entries
 	byHost      map[string]int // slots held per host, while the host cap is on; no zero entries
 	queuedBy    map[string]int // waiters per partition; no zero entries
@@ -113,26 +74,6 @@ func newPool() *pool {
 func (p *pool) setCaps(c caps) {
 	p.mu.Lock()
 	p.caps = c
-	bound := c.size
-	if c.perPartition < bound {
-		bound = c.perPartition
-	}
-	if c.perHost > 0 && c.perHost < bound {
-		bound = c.perHost
-	}
-	bound--
-	if p.offset == 0 {
-		p.offset = fastBase - int64(bound)
-		moveBase(p, p.offset)
-	}
-	if shut := int64(bound) < fastBase-p.offset; shut != p.capsGated {
-		p.capsGated = shut
-		if shut {
-			moveBase(p, gate)
-		} else {
-			moveBase(p, -gate)
-		}
-	}
 	if p.head != nil {
 		grantLocked(p)
 	}
@@ -164,14 +105,6 @@ func queueLocked(ctx context.Context, p *pool, s *slot, spent time.Duration) err
 	s.ready = make(chan struct{})
 	s.state = stateQueued
 	pushLocked(p, s)
-	// A fast slot given back before the waiters' gate was on saw no waiter: the count is
-	// read again now that it is, and whatever is free goes to the oldest waiters that may
-	// take it, s perhaps.
-	grantLocked(p)
-	if s.state == stateHeld {
-		p.mu.Unlock()
-		return nil
-	}
 	after := p.caps.afterFunc
 	p.mu.Unlock()
 
@@ -280,7 +213,6 @@ func giveBack(p *pool, s *slot) {
 	}
 	s.state = stateReleased
 	p.inFlight--
-	atomic.AddInt64(&p.count, -1)
 	uncount(p.byPartition, s.partition)
 	if s.hostCounted {
 		uncount(p.byHost, s.host)
@@ -298,14 +230,12 @@ func giveBack(p *pool, s *slot) {
 // cap, every release scans past its waiters, and in Yaegi a method call per waiter made that
 // scan the most expensive part of a queued request (docs/yaegi.md).
 func grantOneLocked(p *pool) {
-	held := int(atomic.LoadInt64(&p.count) - p.base)
-	if held >= p.caps.size {
+	if p.inFlight >= p.caps.size {
 		return
 	}
-	fast := held - p.inFlight
 	perHost := p.caps.perHost
 	for s := p.head; s != nil; s = s.next {
-		if p.byPartition[s.partition]+fast < p.caps.perPartition && (perHost == 0 || p.byHost[s.host]+fast < perHost) {
+		if p.byPartition[s.partition] < p.caps.perPartition && (perHost == 0 || p.byHost[s.host] < perHost) {
 			unlinkLocked(p, s)
 			takeLocked(p, s)
 			close(s.ready)
@@ -324,55 +254,12 @@ func uncount(m map[string]int, k string) {
 	}
 }
 
-// eligibleLocked says whether a fetch for partition and host may take a free slot. The fast
-// slots held, whose partitions and hosts the pool does not know, count as theirs.
+// eligibleLocked says whether a fetch for partition and host may take a free slot.
 func eligibleLocked(p *pool, partition, host string) bool {
-	held := heldLocked(p)
-	fast := held - p.inFlight
-	if held >= p.caps.size || p.byPartition[partition]+fast >= p.caps.perPartition {
+	if p.inFlight >= p.caps.size || p.byPartition[partition] >= p.caps.perPartition {
 		return false
 	}
-	return p.caps.perHost == 0 || p.byHost[host]+fast < p.caps.perHost
-}
-
-// heldLocked is how many slots p holds, fast ones included.
-func heldLocked(p *pool) int {
-	return int(atomic.LoadInt64(&p.count) - p.base)
-}
-
-// countLocked counts one slot more taken under the lock, in count and the high water.
-func countLocked(p *pool) {
-	p.inFlight++
-	if held := int(atomic.AddInt64(&p.count, 1) - p.base); held > p.highWater {
-		p.highWater = held
-	}
-}
-
-// moveBase adds d to base, and to count with it.
-func moveBase(p *pool, d int64) {
-	p.base += d
-	atomic.AddInt64(&p.count, d)
-}
-
-// grantWaiters is a fast slot's return that found a gate on: what it freed goes to the
-// oldest waiters that may take it. A fast slot counts against every partition's and host's
-// cap under mu, so one given back may make several of them eligible.
-func grantWaiters(p *pool) {
-	p.mu.Lock()
-	if p.head != nil {
-		grantLocked(p)
-	}
-	p.mu.Unlock()
-}
-
-// raiseFastHigh records count n reached by a fast Take, if it is the highest yet.
-func raiseFastHigh(p *pool, n int64) {
-	for {
-		high := atomic.LoadInt64(&p.fastHigh)
-		if n <= high || atomic.CompareAndSwapInt64(&p.fastHigh, high, n) {
-			return
-		}
-	}
+	return p.caps.perHost == 0 || p.byHost[host] < p.caps.perHost
 }
 
 // takeLocked counts s as holding a slot.
@@ -383,7 +270,10 @@ func takeLocked(p *pool, s *slot) {
 		p.byHost[s.host]++
 		s.hostCounted = true
 	}
-	countLocked(p)
+	p.inFlight++
+	if p.inFlight > p.highWater {
+		p.highWater = p.inFlight
+	}
 }
 
 // grantLocked hands free slots to the oldest waiters whose partition and host are under their
@@ -395,7 +285,7 @@ func takeLocked(p *pool, s *slot) {
 // host cap a scan passes at most 4*128 waiters with the defaults, and usually stops at the
 // first waiter it looks at.
 func grantLocked(p *pool) {
-	for s := p.head; s != nil && heldLocked(p) < p.caps.size; {
+	for s := p.head; s != nil && p.inFlight < p.caps.size; {
 		next := s.next
 		if eligibleLocked(p, s.partition, s.host) {
 			unlinkLocked(p, s)
@@ -416,10 +306,6 @@ func pushLocked(p *pool, s *slot) {
 	}
 	p.tail = s
 	p.queued++
-	if !p.waitGated {
-		p.waitGated = true
-		moveBase(p, gate)
-	}
 	p.queuedBy[s.partition]++
 }
 
@@ -438,10 +324,6 @@ func unlinkLocked(p *pool, s *slot) {
 	s.prev = nil
 	s.next = nil
 	p.queued--
-	if p.queued == 0 {
-		p.waitGated = false
-		moveBase(p, -gate)
-	}
 	uncount(p.queuedBy, s.partition)
 }
 
@@ -450,14 +332,10 @@ func (p *pool) stats() PoolStats {
 	p.mu.Lock()
 	st := PoolStats{
 		Size:       p.caps.size,
-		InFlight:   heldLocked(p),
+		InFlight:   p.inFlight,
 		Queued:     p.queued,
 		HighWater:  p.highWater,
 		Partitions: len(p.byPartition),
-	}
-	// A fast Take's count had no gate on: only offset stood beyond its slots.
-	if fast := int(atomic.LoadInt64(&p.fastHigh) - p.offset); fast > st.HighWater {
-		st.HighWater = fast
 	}
 	for partition := range p.queuedBy {
 		if _, holds := p.byPartition[partition]; !holds {
