@@ -82,7 +82,7 @@ func adminRequest(h *Handler, w http.ResponseWriter, r *http.Request) bool {
 
 func (o operator) State(now time.Time) admin.State {
 	e := o.e
-	st := admin.State{Middleware: e.name, Time: now, Defaults: breakerParams(e.breakers.Defaults(), breaker.Override{})}
+	st := admin.State{Middleware: e.name, Time: now, Defaults: breakerParams(e.breakers.Defaults().Params(), breaker.Override{})}
 	for _, b := range e.breakers.Snapshot(now) {
 		st.Breakers = append(st.Breakers, breakerView(b, now))
 	}
@@ -123,26 +123,19 @@ func breakerView(b breaker.Status, now time.Time) admin.Breaker {
 		ProbesOK:   b.ProbesOK,
 		Reason:     b.TripReason,
 		Declared:   b.Declared,
-		Params: breakerParams(breaker.Settings{Window: b.Window, MinRequests: b.MinRequests,
-			FailureRatio: b.FailureRatio, OpenFor: b.OpenFor, MaxOpenFor: b.MaxOpenFor, SlowCall: b.SlowCall,
-			SlowCallRatio: b.SlowCallRatio, Probes: b.Probes, ProbeInterval: b.ProbeInterval}, b.Override),
+		Params:     breakerParams(b.Params, b.Override),
 	}
 }
 
 // breakerParams lists the parameters in force, as the configuration names them and
-// breaker.overrides writes them, each marked where o overrides it (slowCall "0s": off).
-func breakerParams(s breaker.Settings, o breaker.Override) []admin.Param {
-	return []admin.Param{
-		{Name: "window", Value: s.Window.String(), Override: o.Window != 0},
-		{Name: "minRequests", Value: fmt.Sprint(s.MinRequests), Override: o.MinRequests != 0},
-		{Name: "failureRatio", Value: fmt.Sprint(s.FailureRatio), Override: o.FailureRatio != 0},
-		{Name: "openFor", Value: s.OpenFor.String(), Override: o.OpenFor != 0},
-		{Name: "maxOpenFor", Value: s.MaxOpenFor.String(), Override: o.MaxOpenFor != 0},
-		{Name: "slowCall", Value: s.SlowCall.String(), Override: o.SlowCall != 0},
-		{Name: "slowCallRatio", Value: fmt.Sprint(s.SlowCallRatio), Override: o.SlowCallRatio != 0},
-		{Name: "probes", Value: fmt.Sprint(s.Probes), Override: o.Probes != 0},
-		{Name: "probeInterval", Value: s.ProbeInterval.String(), Override: o.ProbeInterval != 0},
+// breaker.overrides writes them, each marked where own overrides it (slowCall "0s": off).
+func breakerParams(inForce, own breaker.Override) []admin.Param {
+	mine := own.Params()
+	var out []admin.Param
+	for i, p := range inForce.Params() {
+		out = append(out, admin.Param{Name: p.Name, Value: p.Value, Override: mine[i].Set})
 	}
+	return out
 }
 
 func (o operator) limiterView() admin.Limiter {

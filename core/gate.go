@@ -199,7 +199,7 @@ func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
 		n := st.TripOK + st.TripFailures
 		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
 			events.Float("ratio", float64(st.TripSlow)/float64(n)), events.Int("slow", st.TripSlow), events.Int("requests", n),
-			events.Dur("slow_call", st.SlowCall), events.Dur("open_for", st.OpenLeft))
+			events.Dur("slow_call", st.Params.SlowCall), events.Dur("open_for", st.OpenLeft))
 	case change == breaker.Tripped:
 		ratio := 0.0
 		if n := st.TripOK + st.TripFailures; n > 0 {

@@ -123,7 +123,7 @@ func ExampleGroup_SetOverride() {
 	for _, st := range g.Snapshot(now.Add(10 * time.Second)) {
 		fmt.Printf("%s %s by=%q left=%v last=%d trips=%d declared=%v minRequests=%d openFor=%v override=[%v]\n",
 			st.Key, breaker.StateName(st.State), st.OpenedBy, st.OpenLeft, st.LastFailure,
-			st.Trips, st.Declared, st.MinRequests, st.OpenFor, st.Override)
+			st.Trips, st.Declared, st.Params.MinRequests, st.Params.OpenFor, st.Override)
 	}
 	// Output:
 	// api.example.com open by="auto" left=20s last=502 trips=1 declared=true minRequests=5 openFor=30s override=[minRequests=5 openFor=30s]

@@ -75,17 +75,24 @@ func (o Override) over(s Settings) Settings {
 	return s
 }
 
-// overrideParam is one parameter of an Override: its name as ParseOverride reads it, its
-// value as text, and whether the Override sets it.
-type overrideParam struct {
-	name, value string
-	set         bool
+// Params returns the parameters of s that an Override may set, as an Override.
+func (s Settings) Params() Override {
+	return Override{Window: s.Window, MinRequests: s.MinRequests, FailureRatio: s.FailureRatio,
+		OpenFor: s.OpenFor, MaxOpenFor: s.MaxOpenFor, SlowCall: s.SlowCall, SlowCallRatio: s.SlowCallRatio,
+		Probes: s.Probes, ProbeInterval: s.ProbeInterval}
 }
 
-// params lists o's parameters in ParseOverride's order.
-func (o Override) params() []overrideParam {
+// Param is one parameter of an Override: its name as ParseOverride reads it (and as the
+// configuration names it), its value as text, and whether the Override sets it (non-zero).
+type Param struct {
+	Name, Value string
+	Set         bool
+}
+
+// Params lists o's parameters in ParseOverride's order, set or not.
+func (o Override) Params() []Param {
 	ratio := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-	return []overrideParam{
+	return []Param{
 		{"window", o.Window.String(), o.Window != 0},
 		{"minRequests", strconv.Itoa(o.MinRequests), o.MinRequests != 0},
 		{"failureRatio", ratio(o.FailureRatio), o.FailureRatio != 0},
@@ -102,9 +109,9 @@ func (o Override) params() []overrideParam {
 // "window=30s failureRatio=0.3". A zero Override is "".
 func (o Override) String() string {
 	var parts []string
-	for _, p := range o.params() {
-		if p.set {
-			parts = append(parts, p.name+"="+p.value)
+	for _, p := range o.Params() {
+		if p.Set {
+			parts = append(parts, p.Name+"="+p.Value)
 		}
 	}
 	return strings.Join(parts, " ")

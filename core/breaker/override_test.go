@@ -60,13 +60,8 @@ func TestOverrideValidate(t *testing.T) {
 // key's own.
 func wantParams(t *testing.T, st Status, s Settings, ov Override) {
 	t.Helper()
-	if st.Window != s.Window || st.MinRequests != s.MinRequests || st.FailureRatio != s.FailureRatio ||
-		st.OpenFor != s.OpenFor || st.MaxOpenFor != s.MaxOpenFor || st.SlowCall != s.SlowCall ||
-		st.SlowCallRatio != s.SlowCallRatio || st.Probes != s.Probes || st.ProbeInterval != s.ProbeInterval ||
-		st.Override != ov {
-		t.Errorf("Status() parameters = %v %d %v %v %v %v %v %d %v, override %+v; want %v %d %v %v %v %v %v %d %v, override %+v",
-			st.Window, st.MinRequests, st.FailureRatio, st.OpenFor, st.MaxOpenFor, st.SlowCall, st.SlowCallRatio, st.Probes, st.ProbeInterval, st.Override,
-			s.Window, s.MinRequests, s.FailureRatio, s.OpenFor, s.MaxOpenFor, s.SlowCall, s.SlowCallRatio, s.Probes, s.ProbeInterval, ov)
+	if st.Params != s.Params() || st.Override != ov {
+		t.Errorf("Status() parameters = %+v, override %+v; want %+v, override %+v", st.Params, st.Override, s.Params(), ov)
 	}
 }
 
@@ -115,8 +110,8 @@ func TestOverrideOfTheWindowRestartsIt(t *testing.T) {
 	if err := g.SetOverride("a", Override{Window: time.Minute}); err != nil {
 		t.Fatalf("SetOverride() = %v", err)
 	}
-	if st := b.Status(t0); st.Failures != 0 || st.Window != time.Minute {
-		t.Errorf("Status() after a longer window = %d failures, window %v; want 0, 1m", st.Failures, st.Window)
+	if st := b.Status(t0); st.Failures != 0 || st.Params.Window != time.Minute {
+		t.Errorf("Status() after a longer window = %d failures, window %v; want 0, 1m", st.Failures, st.Params.Window)
 	}
 	// The new window is the one counted in: a result 50s old still counts.
 	feed(t, b, 1, true, t0)
@@ -232,8 +227,8 @@ func TestOverrideKeysFollowTheScope(t *testing.T) {
 				t.Fatalf("SetOverride() = %v", err)
 			}
 			b := g.Get(ScopeKey(tc.scope, "api.example.com"), t0)
-			if got := b.Status(t0); got.Key != tc.want || got.MinRequests != 1 {
-				t.Errorf("breaker %q with MinRequests %d, want %q with 1", got.Key, got.MinRequests, tc.want)
+			if got := b.Status(t0); got.Key != tc.want || got.Params.MinRequests != 1 {
+				t.Errorf("breaker %q with MinRequests %d, want %q with 1", got.Key, got.Params.MinRequests, tc.want)
 			}
 			if !g.RemoveOverride(tc.key) {
 				t.Errorf("RemoveOverride(%q) = false, want true", tc.key)

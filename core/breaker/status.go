@@ -53,17 +53,8 @@ type Status struct {
 	// Group.Snapshot; a breaker does not know it.
 	Declared bool
 
-	// Window, MinRequests, FailureRatio, OpenFor, MaxOpenFor, SlowCall, SlowCallRatio,
-	// Probes and ProbeInterval are the parameters in force.
-	Window        time.Duration
-	MinRequests   int
-	FailureRatio  float64
-	OpenFor       time.Duration
-	MaxOpenFor    time.Duration
-	SlowCall      time.Duration
-	SlowCallRatio float64
-	Probes        int
-	ProbeInterval time.Duration
+	// Params are the parameters in force, every field set (SlowCall zero: off).
+	Params Override
 	// Override marks which of them are the key's own: each non-zero field overrides the
 	// group's default and equals the parameter in force.
 	Override Override
@@ -76,9 +67,7 @@ func (b *Breaker) Status(now time.Time) Status {
 		Key: b.key, State: b.state(now), OpenUntil: b.openUntil, OpenedBy: b.opener,
 		LastFailure: b.lastFailure, Trips: b.trips, TripOK: b.tripCounts.OK, TripFailures: b.tripCounts.Failures,
 		TripSlow: b.tripCounts.Slow, TripReason: b.tripReason, TripRetryAfter: b.tripRetryAfter, ProbesOK: b.probeOK,
-		Window: b.s.Window, MinRequests: b.s.MinRequests, FailureRatio: b.s.FailureRatio,
-		OpenFor: b.s.OpenFor, MaxOpenFor: b.s.MaxOpenFor, SlowCall: b.s.SlowCall, SlowCallRatio: b.s.SlowCallRatio,
-		Probes: b.s.Probes, ProbeInterval: b.s.ProbeInterval, Override: b.ov,
+		Params: b.s.Params(), Override: b.ov,
 	}
 	if st.State == StateOpen {
 		st.OpenLeft = b.openUntil.Sub(now)
