@@ -202,6 +202,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hit = true
 	}
 	if !hit {
+		// Nothing in local memory for a shared store: read it from there at once, under
+		// the key just made (serveShared would make it again), without serve's call.
+		if ent == nil && h.mem == nil {
+			serveSharedAt(h, w, r, key)
+			return
+		}
 		serve(h, w, r)
 		return
 	}
@@ -325,6 +331,13 @@ func serveShared(h *Handler, w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		key = "https://" + r.Host + ru
 	}
+	serveSharedAt(h, w, r, key)
+}
+
+// serveSharedAt is serveShared for a GET or HEAD whose key as the client sent it is key.
+func serveSharedAt(h *Handler, w http.ResponseWriter, r *http.Request, key string) {
+	ru := r.RequestURI
+	m := r.Method
 	now := h.s.Now()
 	ent := sharedGet(h, r.Context(), key, now)
 	ns := now.UnixNano()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net/http"
@@ -127,6 +128,17 @@ func encodeBlocks(e *Entry, names []string) []byte {
 	return append(b, e.Body...)
 }
 
+// blocksFixed is layout 3's fixed part, which decodeBlocks reads with one compiled call
+// (binary.Read): under Yaegi, reading its nine numbers with binary.BigEndian's methods, each
+// call with its slice expression and conversion, cost 2.5 times as much.
+type blocksFixed struct {
+	Version, Flags, Times             uint8
+	Status                            uint16
+	Born, Fresh, StaleWhile, StaleErr int64
+	Keep                              int64
+	Names, Values, Vary, Tags, Body   uint32
+}
+
 // decodeBlocks is Decode for layout 3, with Decode's rules (valid entries only, see Decode),
 // applied to whole blocks where it can: one strings.Trim for every name's characters, one
 // strings.Contains for an empty one, one strings.IndexByte for a CR in any value. Hot is
@@ -137,41 +149,39 @@ func encodeBlocks(e *Entry, names []string) []byte {
 // checked in one condition, and what explains a refusal lives in functions of its own
 // (headProblem, fieldsProblem).
 func decodeBlocks(b []byte) (*Entry, error) {
+	var f blocksFixed
 	if len(b) < blocksHead {
 		return nil, malformed("short layout 3 header", len(b))
 	}
-	nl := int64(binary.BigEndian.Uint32(b[blocksLens:]))
-	vl := int64(binary.BigEndian.Uint32(b[blocksLens+4:]))
-	yl := int64(binary.BigEndian.Uint32(b[blocksLens+8:]))
-	tl := int64(binary.BigEndian.Uint32(b[blocksLens+12:]))
+	// blocksHead bytes for a blocksHead-byte struct: it cannot fail.
+	binary.Read(bytes.NewReader(b[:blocksHead]), binary.BigEndian, &f)
+	nl := int64(f.Names)
+	vl := int64(f.Values)
 	// The body's length tells a truncated entry, or one with bytes added, from a whole one.
-	if blocksHead+nl+vl+yl+tl+int64(binary.BigEndian.Uint32(b[blocksLens+16:])) != int64(len(b)) {
+	if blocksHead+nl+vl+int64(f.Vary)+int64(f.Tags)+int64(f.Body) != int64(len(b)) {
 		return nil, malformed("block lengths not the input's", blocksLens)
 	}
-	flags := b[1]
-	times := b[2]
-	status := int(binary.BigEndian.Uint16(b[blocksStatus:]))
-	born := int64(binary.BigEndian.Uint64(b[blocksTimes:]))
-	fresh := int64(binary.BigEndian.Uint64(b[blocksTimes+8:]))
-	keep := int64(binary.BigEndian.Uint64(b[blocksTimes+32:]))
-	if flags&^flagBody != 0 || times != timeBorn|timeFreshUntil|timeKeepUntil || status < 200 || status > 599 ||
+	born := f.Born
+	fresh := f.Fresh
+	keep := f.Keep
+	if f.Flags&^flagBody != 0 || f.Times != timeBorn|timeFreshUntil|timeKeepUntil || f.Status < 200 || f.Status > 599 ||
 		born < minNano || born > fresh || fresh > keep || keep > maxNano {
-		if err := headProblem(flags, times, status, born, fresh, keep); err != nil {
+		if err := headProblem(f.Flags, f.Times, int(f.Status), born, fresh, keep); err != nil {
 			return nil, err
 		}
 	}
-	answer := flags&(flagVaryIndex|flagPass) == 0
+	answer := f.Flags&(flagVaryIndex|flagPass) == 0
 	e := &Entry{
-		Status:     status,
-		VaryIndex:  flags&flagVaryIndex != 0,
-		Pass:       flags&flagPass != 0,
+		Status:     int(f.Status),
+		VaryIndex:  f.Flags&flagVaryIndex != 0,
+		Pass:       f.Flags&flagPass != 0,
 		Born:       time.Unix(0, born),
 		FreshUntil: time.Unix(0, fresh),
 		KeepUntil:  time.Unix(0, keep),
 		Hot:        Hot{BornNano: born, FreshNano: fresh, KeepNano: keep},
 	}
-	if times&(timeStaleWhileRevalidateUntil|timeStaleIfErrorUntil) != 0 {
-		if err := staleWindows(e, b, times, keep); err != nil {
+	if f.Times&(timeStaleWhileRevalidateUntil|timeStaleIfErrorUntil) != 0 {
+		if err := staleWindows(e, f.StaleWhile, f.StaleErr, f.Times, keep); err != nil {
 			return nil, err
 		}
 	}
@@ -217,33 +227,19 @@ func decodeBlocks(b []byte) (*Entry, error) {
 		e.Hot.Values = values
 	}
 
-	if yl > 0 {
-		y := int(yl)
-		vary := string(b[i : i+y])
-		if e.Pass || strings.Trim(vary, tokenLines) != "" || strings.Contains("\n"+vary+"\n", "\n\n") {
-			return nil, invalidEntry(fmt.Sprintf("Vary names %.64q in an entry that may hold them", vary))
-		}
-		e.Vary = strings.Split(vary, "\n")
-		i += y
-	} else if e.VaryIndex {
-		return nil, invalidEntry("variant index without Vary")
-	}
-	if tl > 0 {
-		t := int(tl)
-		if err := blockTags(e, string(b[i:i+t]), answer); err != nil {
+	if f.Vary != 0 || f.Tags != 0 || e.VaryIndex {
+		var err error
+		if i, err = varyAndTags(e, b, i, int(f.Vary), int(f.Tags), answer); err != nil {
 			return nil, err
 		}
-		i += t
 	}
-
-	end := len(b)
-	if flags&flagBody != 0 {
+	if f.Flags&flagBody != 0 {
 		if !answer {
 			return nil, invalidEntry("a body in an entry without an answer")
 		}
-		e.Body = b[i:end:end]
+		e.Body = b[i:len(b):len(b)]
 		e.bodyPrefix = i
-	} else if i != end {
+	} else if i != len(b) {
 		return nil, malformed("body bytes without a body", i)
 	}
 	// Content-Length, in any case, one value at most, the body's length. Counted in the
@@ -260,6 +256,30 @@ func decodeBlocks(b []byte) (*Entry, error) {
 		}
 	}
 	return e, nil
+}
+
+// varyAndTags reads layout 3's Vary block, of y bytes, and tags block, of t bytes, from b
+// at i into e, and returns where they end. A function of its own, called only for an entry
+// with either (or a variant index, which must have Vary): each value of decodeBlocks takes a
+// frame slot on every call, and most answers carry neither.
+func varyAndTags(e *Entry, b []byte, i, y, t int, answer bool) (int, error) {
+	if y > 0 {
+		vary := string(b[i : i+y])
+		if e.Pass || strings.Trim(vary, tokenLines) != "" || strings.Contains("\n"+vary+"\n", "\n\n") {
+			return 0, invalidEntry(fmt.Sprintf("Vary names %.64q in an entry that may hold them", vary))
+		}
+		e.Vary = strings.Split(vary, "\n")
+		i += y
+	} else if e.VaryIndex {
+		return 0, invalidEntry("variant index without Vary")
+	}
+	if t > 0 {
+		if err := blockTags(e, string(b[i:i+t]), answer); err != nil {
+			return 0, err
+		}
+		i += t
+	}
+	return i, nil
 }
 
 // headProblem says what is wrong with layout 3's fixed part, or nil when it is valid: unknown
@@ -302,18 +322,16 @@ func fieldsProblem(answer bool, nb, vb string) error {
 	return invalidEntry(fmt.Sprintf("header field names %.64q", nb))
 }
 
-// staleWindows reads the ends of e's stale windows present in times from b (layout 3),
+// staleWindows sets the ends of e's stale windows present in times, swr and sie (layout 3),
 // each within minNano and keep.
-func staleWindows(e *Entry, b []byte, times byte, keep int64) error {
+func staleWindows(e *Entry, swr, sie int64, times uint8, keep int64) error {
 	if times&timeStaleWhileRevalidateUntil != 0 {
-		swr := int64(binary.BigEndian.Uint64(b[blocksTimes+16:]))
 		if swr < minNano || swr > keep {
 			return invalidEntry("StaleWhileRevalidateUntil out of range or after KeepUntil")
 		}
 		e.StaleWhileRevalidateUntil = time.Unix(0, swr)
 	}
 	if times&timeStaleIfErrorUntil != 0 {
-		sie := int64(binary.BigEndian.Uint64(b[blocksTimes+24:]))
 		if sie < minNano || sie > keep {
 			return invalidEntry("StaleIfErrorUntil out of range or after KeepUntil")
 		}

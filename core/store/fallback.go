@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+
+	"github.com/weirproxy/weir/core/breaker"
 )
 
 // Losing a shared store must cost hit ratio, not the whole cache: while it is lost, every
@@ -62,19 +64,51 @@ func (f *Fallback) Get(ctx context.Context, key string) (*Entry, error) {
 
 // ReadShared is f.Get as a function, for the engine's read of a shared store on the
 // request's path: under Yaegi a method called through an interface costs several times a
-// function call, and a guard in front of the shared store is called as a function too
-// (guardGet).
+// function call, and so does each layer's call and frame. So the common case, a guard whose
+// breaker is closed and quiet and a read that succeeds, is the guard's Get written out here
+// (guardGet); anything else takes sharedOther or sharedFailed.
 func ReadShared(f *Fallback, ctx context.Context, key string) (*Entry, error) {
-	var e *Entry
-	var err error
-	if f.guard != nil {
-		e, err = guardGet(f.guard, ctx, key)
-	} else {
-		e, err = f.remote.Get(ctx, key)
+	g := f.guard
+	if g == nil {
+		return sharedOther(f, ctx, key)
 	}
+	gen := breaker.Quiet(g.b)
+	if gen == 0 {
+		return sharedOther(f, ctx, key)
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.s.Timeout)
+	e, err := g.inner.Get(cctx, key)
+	cancel()
+	if err != nil || breaker.Quiet(g.b) == 0 {
+		return sharedFailed(f, ctx, key, gen, e, err)
+	}
+	return e, nil
+}
+
+// sharedOther is ReadShared through f.remote's Get: without a guard, or with its breaker not
+// quiet (open, or counting failures).
+func sharedOther(f *Fallback, ctx context.Context, key string) (*Entry, error) {
+	e, err := f.remote.Get(ctx, key)
 	if err == nil {
 		return e, nil
 	}
+	return sharedLost(f, key, err)
+}
+
+// sharedFailed finishes ReadShared after a read let through at the guard's generation gen
+// that failed, or that the breaker must hear of: the outcome recorded as guardGet records
+// it, then local memory for a read that failed.
+func sharedFailed(f *Fallback, ctx context.Context, key string, gen uint64, e *Entry, err error) (*Entry, error) {
+	record(f.guard, ctx, breaker.QuietPermit(gen), err)
+	if err == nil {
+		return e, nil
+	}
+	return sharedLost(f, key, err)
+}
+
+// sharedLost is what ReadShared answers when the shared store failed with err: what local
+// memory holds for key, else err.
+func sharedLost(f *Fallback, key string, err error) (*Entry, error) {
 	if le := Lookup(f.local, key); le != nil {
 		return le, nil
 	}

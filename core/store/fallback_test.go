@@ -271,4 +271,39 @@ func TestFallbackOverGuard(t *testing.T) {
 	if got, err := f.Get(ctx, "k"); got != e || err != nil {
 		t.Errorf("Get with the remote failing = %v, %v; want the local entry", got, err)
 	}
+	if got, err := ReadShared(f, ctx, "k"); got != e || err != nil {
+		t.Errorf("ReadShared with the remote failing = %v, %v; want the local entry", got, err)
+	}
+	// ReadShared records its failures with the guard's breaker, as Get does: with the one
+	// above, DefaultGuardFailures in a row open it.
+	for i := 3; i < DefaultGuardFailures; i++ {
+		ReadShared(f, ctx, "k")
+	}
+	if !g.Open() {
+		t.Errorf("guard open after %d failed reads = false, want true", DefaultGuardFailures)
+	}
+	if got, err := ReadShared(f, ctx, "k"); got != e || err != nil {
+		t.Errorf("ReadShared with the guard open = %v, %v; want the local entry", got, err)
+	}
+}
+
+// BenchmarkReadShared measures what the engine's read of a shared store costs above the
+// store's own Get: a Fallback over a Guard over memory. Under Yaegi
+// (scripts/yaegi-cost.sh core/store BenchmarkReadShared) it counts the layers' share of a hit
+// read from Redis.
+func BenchmarkReadShared(b *testing.B) {
+	remote := NewMemory(MemorySettings{})
+	e := &Entry{Status: 200}
+	ctx := context.Background()
+	if err := remote.Set(ctx, "k", e); err != nil {
+		b.Fatal(err)
+	}
+	f := NewFallback(NewGuard(remote, GuardSettings{}), NewMemory(MemorySettings{}), func() bool { return false })
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if got, err := ReadShared(f, ctx, "k"); got != e || err != nil {
+			b.Fatalf("ReadShared = %v, %v", got, err)
+		}
+	}
 }
