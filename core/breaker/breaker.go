@@ -105,6 +105,10 @@ type Breaker struct {
 	// at 1). Written with mu held, read without it by Quiet. First in the struct, where a
 	// 64-bit atomic is aligned on 32-bit platforms too.
 	quiet uint64
+	// slowCall is s.SlowCall in nanoseconds, which an override may change (setOverride):
+	// written with mu held and atomically, read without mu by RecordCall, which must know
+	// whether a result was slow before it takes mu (to draw Rand outside it).
+	slowCall int64
 
 	key string
 	s   Settings // defaults applied
@@ -173,7 +177,7 @@ func New(key string, s Settings) (*Breaker, error) {
 
 // newBreaker builds a breaker from settings already validated and defaulted.
 func newBreaker(key string, s Settings) *Breaker {
-	b := &Breaker{key: key, s: s, gen: 1, win: newWindow(s.Window)}
+	b := &Breaker{key: key, s: s, slowCall: int64(s.SlowCall), gen: 1, win: newWindow(s.Window)}
 	if s.ConsecutiveFailures > 0 {
 		b.quiet = b.gen
 	}
@@ -275,7 +279,8 @@ func (b *Breaker) RecordCall(p Permit, status int, failed bool, took, retryAfter
 	if !p.Allowed {
 		return Unchanged
 	}
-	slow := b.s.SlowCall > 0 && took > b.s.SlowCall
+	sc := time.Duration(atomic.LoadInt64(&b.slowCall))
+	slow := sc > 0 && took > sc
 	// Drawn before the lock: Rand is injected code and runs outside it.
 	r := 0.5
 	if failed || slow || p.Probe {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -234,6 +235,7 @@ func (b *Breaker) setOverride(o Override, s Settings) {
 	b.s.OpenFor = s.OpenFor
 	b.s.MaxOpenFor = s.MaxOpenFor
 	b.s.SlowCall = s.SlowCall
+	atomic.StoreInt64(&b.slowCall, int64(s.SlowCall))
 	b.s.SlowCallRatio = s.SlowCallRatio
 	b.s.Probes = s.Probes
 	b.s.ProbeInterval = s.ProbeInterval

@@ -11,7 +11,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// readBytes returns the bytes stored under k (the prefixed key), nil when there are none.
+// readBytes returns the bytes stored under k (the prefixed key), nil when there are none,
+// reading for at most timeout (and within ctx).
 //
 // A hit read from the server is what a lookup missing the near cache costs Traefik, all of
 // it interpreted, so on a single server it takes the shortest way there is through redigo
@@ -20,15 +21,15 @@ import (
 // declines (no idle connection free at once, a connection past its idle time) or a
 // connection broke, the GET goes through the pool as every other command does (do), which
 // waits, dials, and sends once more on a new connection; so does every GET of a cluster.
-func readBytes(s *Store, ctx context.Context, k string) ([]byte, error) {
+func readBytes(s *Store, ctx context.Context, k string, timeout time.Duration) ([]byte, error) {
 	if s.cluster != nil || ctx.Err() != nil {
-		return readSlow(s, ctx, k)
+		return readSlow(s, ctx, k, timeout)
 	}
 	now := time.Now()
-	deadline := now.Add(s.timeout)
+	deadline := now.Add(timeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		if !dl.After(now) {
-			return readSlow(s, ctx, k)
+			return readSlow(s, ctx, k, timeout)
 		}
 		deadline = dl
 	}
@@ -48,11 +49,17 @@ func readBytes(s *Store, ctx context.Context, k string) ([]byte, error) {
 			return nil, fmt.Errorf("redis get: %w", err)
 		}
 	}
-	return readSlow(s, ctx, k)
+	return readSlow(s, ctx, k, timeout)
 }
 
-// readSlow is readBytes through the pool (do).
-func readSlow(s *Store, ctx context.Context, k string) ([]byte, error) {
+// readSlow is readBytes through the pool (do), under a context with the timeout when it is
+// shorter than the store's own, which bounds every call.
+func readSlow(s *Store, ctx context.Context, k string, timeout time.Duration) ([]byte, error) {
+	if timeout < s.timeout {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		ctx = cctx
+	}
 	reply, err := s.do(ctx, "GET", k)
 	if err != nil {
 		return nil, fmt.Errorf("redis get: %w", err)

@@ -80,7 +80,10 @@ type Store struct {
 	watchConn  redis.Conn
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.TimedGetter = (*Store)(nil)
+)
 
 // New returns a Store for the server that s names. It does not connect: connections are made
 // on first use, so New succeeds while the server is unreachable.
@@ -127,6 +130,12 @@ func New(s Settings) (*Store, error) {
 // (unreadableEntry). With the near tier on, a copy kept there is returned without asking the
 // server, and an entry read while the server tracks keys is kept there.
 func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
+	return s.GetWithin(ctx, key, s.timeout)
+}
+
+// GetWithin is Get with its read from the server bounded by timeout (and ctx), for a Guard
+// (store.TimedGetter), whose timeout it takes without a context made for it.
+func (s *Store) GetWithin(ctx context.Context, key string, timeout time.Duration) (*store.Entry, error) {
 	near := s.near
 	var gen int64
 	if near != nil {
@@ -139,7 +148,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
 			near = nil
 		}
 	}
-	b, err := readBytes(s, ctx, s.prefix+key)
+	b, err := readBytes(s, ctx, s.prefix+key, timeout)
 	if b == nil {
 		return nil, err
 	}
@@ -152,7 +161,7 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
 		e, err = store.Decode(b)
 	}
 	if err != nil {
-		s.unreadableEntry(ctx, key, err)
+		s.unreadableEntry(ctx, key, err, timeout)
 		return nil, nil
 	}
 	if near != nil {
@@ -167,12 +176,15 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
 // fetched again on every request until it expired, and a key no answer replaces (a breaker's
 // deadline, an answer no longer storable) would keep it for good. Each deletion is told to
 // OnInvalid.
-func (s *Store) unreadableEntry(ctx context.Context, key string, err error) {
+func (s *Store) unreadableEntry(ctx context.Context, key string, err error, timeout time.Duration) {
 	atomic.AddInt64(&s.unreadable, 1)
 	if errors.Is(err, store.ErrUnknownVersion) {
 		return
 	}
-	derr := s.Delete(ctx, key)
+	// Within the read's own bound: the deletion runs on the request's path.
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	derr := s.Delete(cctx, key)
 	if s.onInvalid == nil {
 		return
 	}

@@ -153,8 +153,9 @@ func decodeBlocks(b []byte) (*Entry, error) {
 	if len(b) < blocksHead {
 		return nil, malformed("short layout 3 header", len(b))
 	}
-	// blocksHead bytes for a blocksHead-byte struct: it cannot fail.
-	binary.Read(bytes.NewReader(b[:blocksHead]), binary.BigEndian, &f)
+	if err := binary.Read(bytes.NewReader(b[:blocksHead]), binary.BigEndian, &f); err != nil {
+		return nil, malformed(fmt.Sprintf("layout 3 header unread: %v", err), 0)
+	}
 	nl := int64(f.Names)
 	vl := int64(f.Values)
 	// The body's length tells a truncated entry, or one with bytes added, from a whole one.

@@ -76,9 +76,7 @@ func ReadShared(f *Fallback, ctx context.Context, key string) (*Entry, error) {
 	if gen == 0 {
 		return sharedOther(f, ctx, key)
 	}
-	cctx, cancel := context.WithTimeout(ctx, g.s.Timeout)
-	e, err := g.inner.Get(cctx, key)
-	cancel()
+	e, err := g.timed.GetWithin(ctx, key, g.s.Timeout)
 	if err != nil || breaker.Quiet(g.b) == 0 {
 		return sharedFailed(f, ctx, key, gen, e, err)
 	}

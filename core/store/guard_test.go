@@ -399,3 +399,58 @@ func BenchmarkGuardGet(b *testing.B) {
 		g.Get(ctx, "k")
 	}
 }
+
+// timedMemory is memory read as a TimedGetter, as a Guard reads the Redis store; it records
+// the last timeout it was given in last, when not nil.
+type timedMemory struct {
+	*Memory
+	last *time.Duration
+}
+
+func (m timedMemory) GetWithin(_ context.Context, key string, timeout time.Duration) (*Entry, error) {
+	if m.last != nil {
+		*m.last = timeout
+	}
+	return Lookup(m.Memory, key), nil
+}
+
+// TestGuardTimedGetter: a Guard over a TimedGetter hands it its timeout instead of a context
+// made for it; over any other store, Get's context carries the timeout.
+func TestGuardTimedGetter(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(MemorySettings{})
+	e := &Entry{Status: 200}
+	if err := m.Set(ctx, "k", e); err != nil {
+		t.Fatal(err)
+	}
+	var given time.Duration
+	g := NewGuard(timedMemory{Memory: m, last: &given}, GuardSettings{Timeout: 7 * time.Millisecond})
+	if got, err := g.Get(ctx, "k"); got != e || err != nil {
+		t.Fatalf("Get = %v, %v; want the entry", got, err)
+	}
+	f := NewFallback(g, NewMemory(MemorySettings{}), func() bool { return false })
+	if got, err := ReadShared(f, ctx, "k"); got != e || err != nil {
+		t.Fatalf("ReadShared = %v, %v; want the entry", got, err)
+	}
+	if given != 7*time.Millisecond {
+		t.Errorf("timeout given = %v, want 7ms", given)
+	}
+
+	d := &deadlineStore{}
+	if _, err := NewGuard(d, GuardSettings{Timeout: 7 * time.Millisecond}).Get(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if !d.had {
+		t.Error("Get of a store without GetWithin had no deadline in its context")
+	}
+}
+
+// deadlineStore tells whether its Get's context had a deadline.
+type deadlineStore struct{ had bool }
+
+func (d *deadlineStore) Get(ctx context.Context, key string) (*Entry, error) {
+	_, d.had = ctx.Deadline()
+	return nil, nil
+}
+func (d *deadlineStore) Set(ctx context.Context, key string, e *Entry) error { return nil }
+func (d *deadlineStore) Delete(ctx context.Context, key string) error        { return nil }
