@@ -149,8 +149,15 @@ func TestClusterRedirections(t *testing.T) {
 	sameEntry(t, got, e)
 
 	from.MustDo("MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS", DefaultKeyPrefix+before)
+	// The new owner first, whose configuration epoch this bumps, then the old one, then the
+	// rest, in the order redis-cli --cluster reshard uses: told in the primaries' order, the
+	// nodes once sent a read after it MOVED three times in a row.
+	to.MustDo("CLUSTER", "SETSLOT", s, "NODE", toID)
+	from.MustDo("CLUSTER", "SETSLOT", s, "NODE", toID)
 	for _, n := range c.Primaries {
-		n.MustDo("CLUSTER", "SETSLOT", s, "NODE", toID)
+		if n != to && n != from {
+			n.MustDo("CLUSTER", "SETSLOT", s, "NODE", toID)
+		}
 	}
 	// The store still maps the slot to the old owner, which answers MOVED.
 	got, err = st.Get(ctx, before)
