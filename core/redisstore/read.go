@@ -12,7 +12,8 @@ import (
 )
 
 // readBytes returns the bytes stored under k (the prefixed key), nil when there are none,
-// reading for at most timeout (and within ctx).
+// reading for at most timeout or the store's own (Settings.Timeout), the smaller, and within
+// ctx.
 //
 // A hit read from the server is what a lookup missing the near cache costs Traefik, all of
 // it interpreted, so on a single server it takes the shortest way there is through redigo
@@ -24,6 +25,9 @@ import (
 func readBytes(s *Store, ctx context.Context, k string, timeout time.Duration) ([]byte, error) {
 	if s.cluster != nil || ctx.Err() != nil {
 		return readSlow(s, ctx, k, timeout)
+	}
+	if timeout > s.timeout {
+		timeout = s.timeout
 	}
 	now := time.Now()
 	deadline := now.Add(timeout)

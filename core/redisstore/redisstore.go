@@ -133,8 +133,8 @@ func (s *Store) Get(ctx context.Context, key string) (*store.Entry, error) {
 	return s.GetWithin(ctx, key, s.timeout)
 }
 
-// GetWithin is Get with its read from the server bounded by timeout (and ctx), for a Guard
-// (store.TimedGetter), whose timeout it takes without a context made for it.
+// GetWithin is Get with its read from the server bounded by timeout as well (and by ctx),
+// for a Guard (store.TimedGetter), whose timeout it takes without a context made for it.
 func (s *Store) GetWithin(ctx context.Context, key string, timeout time.Duration) (*store.Entry, error) {
 	near := s.near
 	var gen int64

@@ -504,9 +504,13 @@ func TestSilentServer(t *testing.T) {
 		desc     string
 		timeout  time.Duration
 		deadline time.Duration
+		// within, when not zero, reads with GetWithin and this timeout, as a Guard does.
+		within time.Duration
 	}{
 		{desc: "caller's deadline", timeout: time.Minute, deadline: 50 * time.Millisecond},
 		{desc: "store's timeout", timeout: 50 * time.Millisecond, deadline: time.Minute},
+		{desc: "GetWithin's timeout", timeout: time.Minute, deadline: time.Minute, within: 50 * time.Millisecond},
+		{desc: "store's timeout under a longer GetWithin", timeout: 50 * time.Millisecond, deadline: time.Minute, within: time.Minute},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -514,7 +518,12 @@ func TestSilentServer(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tc.deadline)
 			defer cancel()
 			start := time.Now()
-			_, err := st.Get(ctx, "k")
+			var err error
+			if tc.within > 0 {
+				_, err = st.GetWithin(ctx, "k", tc.within)
+			} else {
+				_, err = st.Get(ctx, "k")
+			}
 			took := time.Since(start)
 			if err == nil {
 				t.Fatalf("Get from a silent server succeeded")
