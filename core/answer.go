@@ -179,3 +179,18 @@ func ceilSeconds(d time.Duration) int64 {
 	}
 	return int64((d + time.Second - 1) / time.Second)
 }
+
+// Cache-Status values (RFC 9211). Weir never writes hit and fwd together; a stale hit is a
+// hit with a negative ttl.
+const (
+	statusHit      = "Weir; hit; ttl="
+	statusFwd      = "Weir; fwd="
+	statusBypass   = "Weir; fwd=bypass"
+	statusMethod   = "Weir; fwd=method"
+	fwdURIMiss     = "uri-miss"
+	fwdVaryMiss    = "vary-miss"
+	fwdStale       = "stale"
+	paramStored    = "; stored"
+	paramCollapsed = "; collapsed"
+	paramDetail    = "; detail="
+)

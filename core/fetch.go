@@ -169,23 +169,6 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	return res
 }
 
-// serveOrigin runs the origin's answer into rec. A fetch that gives up on an answer
-// (modeDecline, modeDiscard) fails the writes, and Traefik's proxy, net/http/httputil's
-// ReverseProxy, then ends its copy with a panic of http.ErrAbortHandler: the expected end of
-// such a fetch, recovered here so that the fetch goes on to mark the key and answer its
-// leader. Whatever the panic, once the fetch has failed the writes on purpose: under Yaegi
-// v0.16.1 a panic raised in interpreted code is recovered as a reflect.Value, which never
-// equals http.ErrAbortHandler (docs/yaegi.md). Any panic before that goes on to the flight's
-// recover (FR-COA-6).
-func serveOrigin(next http.Handler, rec *recorder, req *http.Request) {
-	defer func() {
-		if rec.mode == modeDecline || rec.mode == modeDiscard {
-			_ = recover()
-		}
-	}()
-	next.ServeHTTP(rec, req)
-}
-
 // markUnshared marks key hit-for-pass after an answer that could not be shared for reason,
 // unless the reason speaks of the request alone (its credentials, its no-store): that says
 // nothing of the answer others get, and the key stays cacheable (FR-COA-8).

@@ -2,16 +2,12 @@ package core
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
-	"github.com/weirproxy/weir/core/events"
-	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
-	"github.com/weirproxy/weir/core/store"
 )
 
 // The origin gate is the one way from Weir to the origin (ARCHITECTURE.md, "The origin
@@ -50,26 +46,6 @@ type ticket struct {
 	paced time.Duration
 }
 
-// refusal is why the gate, or the miss-rate detector before it, kept a request from the
-// origin; the zero value is none.
-type refusal struct {
-	// open is the time left until the upstream's breaker lets a request through (FR-CB-5);
-	// key is that breaker's, which the answer names.
-	open time.Duration
-	key  string
-	// throttled is how long the miss-rate detector holds the partition's fetches back.
-	throttled time.Duration
-	// shed is the limiter's reason (FR-LIM-5).
-	shed error
-	// paced is how long until a paced origin has a turn within limiter.maxQueueWait.
-	paced time.Duration
-}
-
-// refusedAny tells a refusal from none.
-func refusedAny(f refusal) bool {
-	return f.open > 0 || f.throttled > 0 || f.shed != nil || f.paced > 0
-}
-
 // enter asks the gate to let a request for host and path, in partition part, through to the
 // origin:
 // the breaker, then a slot (the upload pool when the request has a body); nil and why not
@@ -101,27 +77,6 @@ func enter(h *Handler, ctx context.Context, part, host, path string, upload bool
 		return nil, f
 	}
 	return t, nil
-}
-
-// askBreaker is enter's question to host's breaker, in a function of its own so that a
-// request meeting closed breakers pays none of its frame slots (docs/yaegi.md).
-func askBreaker(h *Handler, t *ticket, host, path string) *refusal {
-	now := h.s.Now()
-	b := breakerOf(h.e, host, path, now)
-	if h.mem == nil {
-		h.observeShared(b.Key(), now)
-	}
-	t.b = b
-	t.permit = b.Allow(now)
-	if !t.permit.Allowed {
-		return &refusal{open: t.permit.RetryAfter, key: b.Key()}
-	}
-	if t.permit.Probe {
-		t.record = true
-		e := h.e
-		e.events.current().Emit(events.BreakerHalfOpen, events.Str("scope", scopeLabel(b.Key())))
-	}
-	return nil
 }
 
 // takeSlot is enter's way to a slot that is not free at once, or for background work; it
@@ -157,157 +112,19 @@ func leave(h *Handler, t *ticket, status int, took time.Duration, header http.He
 	}
 }
 
-// recordOutcome tells t's breaker how its trip ended, once.
-func recordOutcome(h *Handler, t *ticket, status int, took time.Duration, header http.Header) {
-	if t.left {
-		return
-	}
-	t.left = true
-	now := h.s.Now()
-	if status == 0 || t.ctx.Err() == context.Canceled {
-		// A client that hung up is neither a success nor a failure of the origin.
-		t.b.Release(t.permit, now)
-		return
-	}
-	// A 502, 503 or 504 (Traefik's answers for connection errors and timeouts) is a failure,
-	// a 429 (the origin refusing us) unless breaker.countStatus429 is off, a 500 only with
-	// breaker.countStatus500, anything else the origin answering (FR-CB-1, FR-CB-2).
-	failed := status == 502 || status == 503 || status == 504 || (status == 500 && h.s.BreakerCountStatus500) ||
-		(status == 429 && !h.s.BreakerIgnoreStatus429)
-	var wait time.Duration
-	if failed && (status == 429 || status == 503) && len(header["Retry-After"]) > 0 {
-		// The origin says when to come back: the breaker obeys (RFC 9110 section 10.2.3).
-		wait = httpcache.RetryAfter(header["Retry-After"], now)
-	}
-	if change := t.b.RecordCall(t.permit, status, failed, took, wait, now); change != breaker.Unchanged {
-		breakerChanged(h.e, t.b, change, now)
-	}
-}
-
-// breakerChanged writes the event of a breaker that a result opened or closed: once per
-// change, since Record reports a change to one caller only.
-func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
-	st := b.Status(now)
-	key := scopeLabel(b.Key())
-	switch {
-	case change == breaker.Recovered:
-		e.events.current().Emit(events.BreakerClosed, events.Str("scope", key))
-	case st.TripReason == breaker.ReasonRetryAfter:
-		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
-			events.Int("status", st.LastFailure), events.Dur("retry_after", st.TripRetryAfter), events.Dur("open_for", st.OpenLeft))
-	case change == breaker.Tripped && st.TripReason == breaker.ReasonSlowCalls:
-		n := st.TripOK + st.TripFailures
-		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
-			events.Float("ratio", float64(st.TripSlow)/float64(n)), events.Int("slow", st.TripSlow), events.Int("requests", n),
-			events.Dur("slow_call", st.Params.SlowCall), events.Dur("open_for", st.OpenLeft))
-	case change == breaker.Tripped:
-		ratio := 0.0
-		if n := st.TripOK + st.TripFailures; n > 0 {
-			ratio = float64(st.TripFailures) / float64(n)
+// serveOrigin runs the origin's answer into rec. A fetch that gives up on an answer
+// (modeDecline, modeDiscard) fails the writes, and Traefik's proxy, net/http/httputil's
+// ReverseProxy, then ends its copy with a panic of http.ErrAbortHandler: the expected end of
+// such a fetch, recovered here so that the fetch goes on to mark the key and answer its
+// leader. Whatever the panic, once the fetch has failed the writes on purpose: under Yaegi
+// v0.16.1 a panic raised in interpreted code is recovered as a reflect.Value, which never
+// equals http.ErrAbortHandler (docs/yaegi.md). Any panic before that goes on to the flight's
+// recover (FR-COA-6).
+func serveOrigin(next http.Handler, rec *recorder, req *http.Request) {
+	defer func() {
+		if rec.mode == modeDecline || rec.mode == modeDiscard {
+			_ = recover()
 		}
-		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", breaker.ReasonFailureRatio),
-			events.Float("ratio", ratio), events.Int("failures", st.TripFailures), events.Int("requests", st.TripOK+st.TripFailures),
-			events.Dur("open_for", st.OpenLeft))
-	case change == breaker.Reopened:
-		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
-			events.Dur("open_for", st.OpenLeft))
-	}
-}
-
-// breakerOf is the breaker of host's upstream in e for a request to path: its one breaker
-// with scope engine, else the group's for the scope key of host, with the breaker.paths
-// prefix path falls under appended (breaker.PathKey). The gate, the miss-rate detector's
-// check and the operator's controls all find it here.
-func breakerOf(e *engine, host, path string, now time.Time) *breaker.Breaker {
-	if b := e.breaker; b != nil {
-		return b
-	}
-	key := breaker.ScopeKey(e.breakerScope, host)
-	if e.breakerPaths != nil {
-		key = breaker.PathKey(key, e.breakerPaths, path)
-	}
-	return e.breakers.Get(key, now)
-}
-
-// breakerOpen tells whether host's upstream's breaker holds fetches back now: open, or half
-// open with its probe out.
-func (h *Handler) breakerOpen(host, path string, now time.Time) bool {
-	// Every breaker closed, the common case: no lookup of host's, which with breakers per
-	// host (the default) takes the group's lock and interpreted calls on every leader's miss.
-	if breaker.AllClosed(h.e.breakers) {
-		return false
-	}
-	return breakerOf(h.e, host, path, now).State(now) != breaker.StateClosed
-}
-
-// refused answers a request that was kept from the origin. A client that left while queued
-// gets nothing. Otherwise the stale answer where allowed: for an open breaker or a throttled
-// partition while stale-if-error or stale-while-revalidate allow it, for a shed request while
-// stale-if-error does (RFC 5861); else 503 with the reason in Cache-Status and when to come
-// back in Retry-After: the breaker's time left, the detector's window, or the queue wait.
-func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, f refusal) {
-	now := h.s.Now()
-	switch {
-	case f.open > 0:
-		atomic.AddInt64(&h.e.metrics.shortCircuited.N, 1)
-		countShed(h.e, "circuit-open")
-		if servableStale(stale, now) {
-			h.write(w, r, &answer{ent: stale, hit: true, detail: "circuit-open"})
-			return
-		}
-		// The 503 names the breaker, so that an operator sees which scope or path refused.
-		h.write(w, r, unavailable(cacheStatus, "circuit-open; key="+sfKey(scopeLabel(f.key)), f.open))
-	case f.throttled > 0:
-		countShed(h.e, "miss-rate")
-		h.heldBack(w, r, stale, cacheStatus, "miss-rate", f.throttled)
-	case f.paced > 0:
-		countShed(h.e, detailPaced)
-		h.heldBack(w, r, stale, cacheStatus, detailPaced, f.paced)
-	case errors.Is(f.shed, limit.ErrContextDone):
-	case stale != nil && now.Before(stale.StaleIfErrorUntil):
-		countShed(h.e, limit.Detail(f.shed))
-		h.write(w, r, &answer{ent: stale, hit: true, detail: limit.Detail(f.shed)})
-	default:
-		countShed(h.e, limit.Detail(f.shed))
-		h.write(w, r, unavailable(cacheStatus, limit.Detail(f.shed), h.queueWait))
-	}
-}
-
-// heldBack answers a request that a protection keeps from the origin for a while: the stale
-// answer while stale-if-error or stale-while-revalidate allow it, otherwise 503.
-func (h *Handler) heldBack(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus, detail string, retryAfter time.Duration) {
-	if servableStale(stale, h.s.Now()) {
-		h.write(w, r, &answer{ent: stale, hit: true, detail: detail})
-		return
-	}
-	h.write(w, r, unavailable(cacheStatus, detail, retryAfter))
-}
-
-// servableStale tells whether a stale entry may still be served in place of the origin's
-// answer (RFC 5861 sections 3 and 4).
-func servableStale(stale *store.Entry, now time.Time) bool {
-	return stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil))
-}
-
-// unavailable is the 503 of a request Weir does not send to the origin, with the reason in
-// Cache-Status and when to come back in Retry-After.
-func unavailable(cacheStatus, detail string, retryAfter time.Duration) *answer {
-	return &answer{status: http.StatusServiceUnavailable, text: "origin unavailable, retry later",
-		cache: cacheStatus, detail: detail, retryAfter: retryAfter}
-}
-
-// queueWait is limiter.maxQueueWait as shed answers say it in Retry-After: its default when
-// unset.
-func queueWait(d time.Duration) time.Duration {
-	if d <= 0 {
-		return limit.DefaultMaxQueueWait
-	}
-	return d
-}
-
-// hasBody tells a request with a body by its length: -1 is a chunked one, and a server
-// gives a request without one a length of zero. Such a request draws from the upload pool
-// (FR-LIM-7).
-func hasBody(r *http.Request) bool {
-	return r.ContentLength != 0
+	}()
+	next.ServeHTTP(rec, req)
 }

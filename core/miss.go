@@ -361,10 +361,3 @@ func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.En
 	}
 	h.write(w, r, &answer{status: http.StatusBadGateway, text: http.StatusText(http.StatusBadGateway), cache: cacheStatus, detail: detail})
 }
-
-// reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).
-func (h *Handler) reportAnomaly(a *missrate.Anomaly) {
-	h.e.anomalies.add(*a)
-	atomic.AddInt64(&h.e.metrics.anomalies.N, 1)
-	anomalyEvent(h.e.events.current(), a)
-}

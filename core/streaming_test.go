@@ -1,7 +1,6 @@
 package core
 
 import (
-	"github.com/weirproxy/weir/core/store"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/core/store"
 )
 
 // watchWriter is a client's ResponseWriter that the test can watch while the answer is

@@ -117,11 +117,3 @@ func (h *Handler) observeShared(key string, now time.Time) {
 		}
 	}()
 }
-
-// recoverTo ends a goroutine of Weir's that panicked with a log line instead of taking
-// Traefik down with it.
-func recoverTo(log func(string), what string) {
-	if r := recover(); r != nil && log != nil {
-		log(fmt.Sprintf("recovered a panic while %s: %v", what, r))
-	}
-}

@@ -249,27 +249,6 @@ func keepWarmer(e, old *engine, s Settings) {
 	}
 }
 
-// applyOverrides gives e's breakers the overrides of breaker.overrides, and removes those an
-// earlier configuration of the same group gave and this one does not.
-func applyOverrides(e, old *engine, list []breaker.KeyOverride) error {
-	keep := make(map[string]bool, len(list))
-	for _, ko := range list {
-		if err := e.breakers.SetOverride(ko.Key, ko.Override); err != nil {
-			return fmt.Errorf("%w: breaker.overrides: %v", ErrSettings, err)
-		}
-		keep[ko.Key] = true
-		e.overridden = append(e.overridden, ko.Key)
-	}
-	if old.breakers == e.breakers {
-		for _, key := range old.overridden {
-			if !keep[key] {
-				e.breakers.RemoveOverride(key)
-			}
-		}
-	}
-	return nil
-}
-
 // keepBudgets gives e the budgets and admission of s: old's tables when their settings are the
 // same, so that a reload does not hand every client a fresh burst, new ones otherwise.
 func keepBudgets(e, old *engine, s Settings) error {
@@ -306,4 +285,12 @@ func keepPacing(e, old *engine, s Settings) error {
 		return nil
 	}
 	return e.pacing.configure(s.Pacing, wait, s.Limiter.AfterFunc)
+}
+
+// recoverTo ends a goroutine of Weir's that panicked with a log line instead of taking
+// Traefik down with it.
+func recoverTo(log func(string), what string) {
+	if r := recover(); r != nil && log != nil {
+		log(fmt.Sprintf("recovered a panic while %s: %v", what, r))
+	}
 }

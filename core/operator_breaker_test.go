@@ -1,7 +1,6 @@
 package core
 
 import (
-	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -23,9 +22,9 @@ func TestOperatorOpensAndClosesTheBreaker(t *testing.T) {
 		w.Write([]byte("ok"))
 	})
 	h := newTestHandler(t, Settings{Now: clock.Now, Store: shared, StoreID: "ops", Breaker: breaker.Settings{Scope: breaker.ScopeEngine}}, o)
-	name := h.e.name
+	op := operator{e: h.e, s: h.s}
 
-	if err := OpenBreaker(name, "example.com", 30*time.Second); err != nil {
+	if err := op.OpenBreaker("example.com", 30*time.Second); err != nil {
 		t.Fatalf("OpenBreaker: %v", err)
 	}
 	w := do(t, h, http.MethodGet, "http://example.com/a")
@@ -39,7 +38,7 @@ func TestOperatorOpensAndClosesTheBreaker(t *testing.T) {
 
 	// Failures that would trip it at once if counted again: closing clears the counts.
 	failing = false
-	if err := CloseBreaker(name, "example.com"); err != nil {
+	if err := op.CloseBreaker("example.com"); err != nil {
 		t.Fatalf("CloseBreaker: %v", err)
 	}
 	if got := h.e.breaker.State(clock.Now()); got != breaker.StateClosed {
@@ -53,15 +52,6 @@ func TestOperatorOpensAndClosesTheBreaker(t *testing.T) {
 	}
 }
 
-func TestOperatorControlsNameTheMiddleware(t *testing.T) {
-	if err := OpenBreaker("no-such-middleware", "", 0); !errors.Is(err, ErrNoEngine) {
-		t.Errorf("OpenBreaker of an unknown middleware: %v, want ErrNoEngine", err)
-	}
-	if err := CloseBreaker("no-such-middleware", ""); !errors.Is(err, ErrNoEngine) {
-		t.Errorf("CloseBreaker of an unknown middleware: %v, want ErrNoEngine", err)
-	}
-}
-
 // The gate tells the breaker each failure's status; the operator's open starts the clock
 // again over an automatic trip and is reported as manual; the operator's close clears the
 // opener and the counts.
@@ -71,7 +61,7 @@ func TestOperatorOpenOverAnAutomaticTrip(t *testing.T) {
 		w.WriteHeader(http.StatusBadGateway)
 	})
 	h := newTestHandler(t, Settings{Now: clock.Now, Breaker: breaker.Settings{MinRequests: 2, OpenFor: time.Minute}}, o)
-	name := h.e.name
+	op := operator{e: h.e, s: h.s}
 	do(t, h, http.MethodGet, "http://example.com/a")
 	do(t, h, http.MethodGet, "http://example.com/b")
 	b, ok := h.e.breakers.Lookup("example.com")
@@ -83,7 +73,7 @@ func TestOperatorOpenOverAnAutomaticTrip(t *testing.T) {
 		t.Fatalf("after two 502s: %+v, want open by auto, last failure 502, 1 trip", st)
 	}
 
-	if err := OpenBreaker(name, "Example.com:443", 2*time.Second); err != nil {
+	if err := op.OpenBreaker("Example.com:443", 2*time.Second); err != nil {
 		t.Fatalf("OpenBreaker: %v", err)
 	}
 	if st := b.Status(clock.Now()); st.OpenLeft != 2*time.Second || st.OpenedBy != breaker.OpenedManual || st.Trips != 1 {
@@ -93,7 +83,7 @@ func TestOperatorOpenOverAnAutomaticTrip(t *testing.T) {
 		t.Errorf("opened by hand for 2s: Retry-After %q, want 2", w.Header().Get("Retry-After"))
 	}
 
-	if err := CloseBreaker(name, "example.com"); err != nil {
+	if err := op.CloseBreaker("example.com"); err != nil {
 		t.Fatalf("CloseBreaker: %v", err)
 	}
 	if st := b.Status(clock.Now()); st.State != breaker.StateClosed || st.OpenedBy != "" || st.Failures != 0 {

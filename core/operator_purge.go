@@ -123,3 +123,28 @@ func (o operator) keyOf(raw string) (string, error) {
 	}
 	return httpcache.NewKeyer(o.s.QueryDrop).Key(r), nil
 }
+
+// methodPurge drops a URI's entry from the cache (and the shared store, for every instance
+// using it) without contacting the origin, when cache.allowPurge is set.
+const methodPurge = "PURGE"
+
+func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
+	if !h.s.AdminAccess.Allowed(r) {
+		// An unauthenticated client must never empty the cache.
+		h.write(w, r, &answer{status: http.StatusForbidden, text: "forbidden: PURGE needs admin.token or an address in admin.allow",
+			cache: statusBypass, detail: "forbidden"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), sitePurgeTimeout)
+	defer cancel()
+	key := h.keyer.Key(r)
+	if _, err := purgeKey(h.e, ctx, key); err != nil {
+		h.s.Log(fmt.Sprintf("middleware %s: could not purge %s: %v", h.e.name, key, err))
+		// The entry may still be served by every instance sharing the store: say so, so the
+		// operator retries.
+		h.write(w, r, &answer{status: http.StatusServiceUnavailable, text: "purge failed: " + err.Error(),
+			cache: statusBypass, detail: "purge-failed", retryAfter: time.Second})
+		return
+	}
+	h.write(w, r, &answer{status: http.StatusOK, text: "purged", cache: statusBypass, detail: "purged"})
+}

@@ -1,17 +1,13 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/budget"
-	"github.com/weirproxy/weir/core/store"
 )
 
 // Request budgets (budgets.*): token buckets per client and per Host, spent before any
@@ -83,46 +79,6 @@ func newBudgets(name string, s BudgetSettings, timeout time.Duration, now func()
 		}
 	}
 	return b, nil
-}
-
-// Front is the handler Traefik is given: h itself, or with admission or budgets on, h
-// behind them. They decide in front of h.ServeHTTP, before any lookup, so that with both
-// off the hit path pays nothing for them, not even a check (docs/yaegi.md: every value of a
-// function's body costs each call a frame slot).
-func (h *Handler) Front() http.Handler {
-	if h.budgets == nil && h.admission == nil {
-		return h
-	}
-	return &front{h: h}
-}
-
-// front is a Handler behind admission and its budgets.
-type front struct {
-	h *Handler
-}
-
-// ServeHTTP refuses what admission refuses, answers 429 to a request over budget, and
-// serves the others.
-func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := f.h
-	if h.admission != nil {
-		admitted(h, w, r)
-		return
-	}
-	// No admission: budgets, or there would be no front. budgeted written out, one call
-	// less.
-	if overBudget(h, w, r) {
-		return
-	}
-	h.ServeHTTP(w, r)
-}
-
-// budgeted serves r unless it is over budget.
-func budgeted(h *Handler, w http.ResponseWriter, r *http.Request) {
-	if h.budgets != nil && overBudget(h, w, r) {
-		return
-	}
-	h.ServeHTTP(w, r)
 }
 
 // overBudget spends r's tokens and, when its client's or its Host's bucket is empty,
@@ -208,107 +164,4 @@ func exempt(nets []*net.IPNet, ip net.IP) bool {
 		}
 	}
 	return false
-}
-
-// Shared budgets (budgets.shared): each instance decides from its own buckets, and counts
-// what it allowed, key by key; at most every budgetShareEvery, a request that finds the
-// count due hands it to a goroutine, which adds it to the store's buckets in one call
-// (store.Booker: on the store's clock) and books each local bucket as far ahead as the
-// store's says, every instance's requests included. No request waits for the store, and a
-// store that fails or is slow leaves the local buckets to decide alone: never closed.
-const (
-	// budgetShareEvery is how often an instance adds its counts to the store, at most: a
-	// fleet of n instances allows a key at most n bursts and n times this much of its
-	// rate before each learns what the others allowed.
-	budgetShareEvery = 200 * time.Millisecond
-	// budgetSharePending bounds the keys counted between two shares, per budget; further
-	// keys count locally only until the next.
-	budgetSharePending = 1000
-	// budgetKeyPrefix keeps shared buckets apart from cache keys, which start with a scheme.
-	budgetKeyPrefix = "\x00budget:"
-)
-
-// budgetShare is the sharing of one engine's budgets.
-type budgetShare struct {
-	// prefix names the middleware in the shared keys: middlewares sharing a store keep
-	// budgets of their own.
-	prefix  string
-	timeout time.Duration
-	now     func() time.Time
-
-	// last is the UnixNano of the last share started; sharing is 1 while one runs.
-	last    int64
-	sharing int32
-
-	// mu guards st and log.
-	mu  sync.Mutex
-	st  store.Booker // nil: no shared store yet, nothing to share
-	log func(string)
-}
-
-// setStore gives the share what counts the budgets of the engine's current store (bookerOf):
-// nil when it has no shared store.
-func (sh *budgetShare) setStore(booker store.Booker, log func(string)) {
-	sh.mu.Lock()
-	sh.st = booker
-	sh.log = log
-	sh.mu.Unlock()
-}
-
-// shareBudgets starts a share of b's counts when one is due and none runs.
-func shareBudgets(b *budgets, now time.Time) {
-	sh := b.share
-	at := now.UnixNano()
-	last := atomic.LoadInt64(&sh.last)
-	if at-last < int64(budgetShareEvery) || !atomic.CompareAndSwapInt64(&sh.last, last, at) {
-		return
-	}
-	if !atomic.CompareAndSwapInt32(&sh.sharing, 0, 1) {
-		return
-	}
-	go func() {
-		defer atomic.StoreInt32(&sh.sharing, 0)
-		flushBudgets(b)
-	}()
-}
-
-// flushBudgets adds each budget's counts since the last share to the store and books the
-// local buckets as far ahead as the store's. A failed call leaves the local buckets as they
-// are; its counts are not sent again.
-func flushBudgets(b *budgets) {
-	sh := b.share
-	sh.mu.Lock()
-	st, log := sh.st, sh.log
-	sh.mu.Unlock()
-	defer recoverTo(log, "sharing request budgets")
-	if st == nil {
-		return
-	}
-	tables := []struct {
-		name string
-		t    *budget.Table
-	}{{"client", b.client}, {"host", b.host}}
-	for _, tb := range tables {
-		if tb.t == nil {
-			continue
-		}
-		keys, counts := budget.Drain(tb.t)
-		if len(keys) == 0 {
-			continue
-		}
-		shared := make([]string, len(keys))
-		for i, k := range keys {
-			shared[i] = sh.prefix + tb.name + "\x00" + k
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), sh.timeout)
-		ahead, err := st.Book(ctx, shared, counts, budget.Interval(tb.t))
-		cancel()
-		if err != nil || len(ahead) != len(keys) {
-			continue
-		}
-		now := sh.now()
-		for i, k := range keys {
-			budget.Raise(tb.t, k, ahead[i], now)
-		}
-	}
 }

@@ -1,12 +1,12 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/weirproxy/weir/core/admin"
@@ -14,14 +14,10 @@ import (
 	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/limit"
-	"github.com/weirproxy/weir/core/missrate"
 )
 
 // busiestShown is how many partitions and hosts the admin lists as the limiter's busiest.
 const busiestShown = 10
-
-// anomaliesKept bounds the miss-rate anomalies the engine remembers for the admin.
-const anomaliesKept = 32
 
 // operator is an engine as its admin sees and steers it (admin.Engine).
 type operator struct {
@@ -328,42 +324,25 @@ func (o operator) WriteMetrics(w io.Writer) error {
 	return writeMetrics(o.e, w)
 }
 
-// anomalyLog keeps the engine's recent miss-rate anomalies for the admin.
-type anomalyLog struct {
-	// mu guards list.
-	mu   sync.Mutex
-	list []missrate.Anomaly
+// openBreaker opens b by hand for d (zero: its openFor), restarting its clock.
+func openBreaker(e *engine, b *breaker.Breaker, d time.Duration) {
+	now := e.now()
+	b.ForceOpen(now, d)
+	e.events.current().Emit(events.BreakerOpenedByHand, events.Str("scope", b.Key()),
+		events.Dur("open_for", b.Status(now).OpenUntil.Sub(now)))
 }
 
-func (l *anomalyLog) add(a missrate.Anomaly) {
-	l.mu.Lock()
-	l.list = append(l.list, a)
-	if len(l.list) > anomaliesKept {
-		l.list = append(l.list[:0:0], l.list[len(l.list)-anomaliesKept:]...)
-	}
-	l.mu.Unlock()
-}
-
-// current returns the anomalies raised within their window of now, newest first, one per
-// partition.
-func (l *anomalyLog) current(now time.Time) []admin.Anomaly {
-	l.mu.Lock()
-	list := append([]missrate.Anomaly(nil), l.list...)
-	l.mu.Unlock()
-	var out []admin.Anomaly
-	seen := make(map[string]bool)
-	for i := len(list) - 1; i >= 0; i-- {
-		a := list[i]
-		if now.Sub(a.At) > a.Window || seen[a.Partition] {
-			continue
+// closeBreaker closes the breaker of scope key by hand and clears its shared deadline.
+func closeBreaker(e *engine, key string) error {
+	b := e.breakers.Get(key, e.now())
+	b.ForceClose(e.now())
+	e.events.current().Emit(events.BreakerClosedByHand, events.Str("scope", key))
+	if st, _ := e.breakerSync.current(); st != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), e.storeTimeout)
+		defer cancel()
+		if err := st.Delete(ctx, e.breakerSync.prefix+key); err != nil {
+			return fmt.Errorf("clearing the shared deadline of %s in %s: %w", key, e.name, err)
 		}
-		seen[a.Partition] = true
-		ratio := 0.0
-		if a.Requests > 0 {
-			ratio = float64(a.Misses) / float64(a.Requests)
-		}
-		out = append(out, admin.Anomaly{Partition: a.Partition, Misses: a.Misses, Lookups: a.Requests,
-			Ratio: ratio, Throttled: a.Throttled})
 	}
-	return out
+	return nil
 }

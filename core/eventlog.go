@@ -3,11 +3,9 @@ package core
 import (
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/weirproxy/weir/core/events"
-	"github.com/weirproxy/weir/core/missrate"
 )
 
 // eventLog is an engine's event log (core/events): one line per event an operator needs,
@@ -67,19 +65,4 @@ func ConfigRejected(name, format string, err error) {
 		log, _ = events.New(events.Settings{Middleware: name, Sink: stderrLine})
 	}
 	log.Emit(events.ConfigRejected, events.Str("error", err.Error()))
-}
-
-// anomalyEvent writes the miss_rate_anomaly event (FR-MR-2).
-func anomalyEvent(log *events.Log, a *missrate.Anomaly) {
-	fields := []events.Field{
-		events.Str("partition", a.Partition),
-		events.Int("requests", a.Requests),
-		events.Int("misses", a.Misses),
-		events.Dur("window", a.Window),
-	}
-	if len(a.Varying) > 0 {
-		fields = append(fields, events.Str("varying", strings.Join(a.Varying, ",")))
-	}
-	fields = append(fields, events.Bool("throttled", a.Throttled))
-	log.Emit(events.MissRateAnomaly, fields...)
 }

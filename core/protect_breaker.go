@@ -1,0 +1,137 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/events"
+	"github.com/weirproxy/weir/core/httpcache"
+)
+
+// askBreaker is enter's question to host's breaker, in a function of its own so that a
+// request meeting closed breakers pays none of its frame slots (docs/yaegi.md).
+func askBreaker(h *Handler, t *ticket, host, path string) *refusal {
+	now := h.s.Now()
+	b := breakerOf(h.e, host, path, now)
+	if h.mem == nil {
+		h.observeShared(b.Key(), now)
+	}
+	t.b = b
+	t.permit = b.Allow(now)
+	if !t.permit.Allowed {
+		return &refusal{open: t.permit.RetryAfter, key: b.Key()}
+	}
+	if t.permit.Probe {
+		t.record = true
+		e := h.e
+		e.events.current().Emit(events.BreakerHalfOpen, events.Str("scope", scopeLabel(b.Key())))
+	}
+	return nil
+}
+
+// recordOutcome tells t's breaker how its trip ended, once.
+func recordOutcome(h *Handler, t *ticket, status int, took time.Duration, header http.Header) {
+	if t.left {
+		return
+	}
+	t.left = true
+	now := h.s.Now()
+	if status == 0 || t.ctx.Err() == context.Canceled {
+		// A client that hung up is neither a success nor a failure of the origin.
+		t.b.Release(t.permit, now)
+		return
+	}
+	// A 502, 503 or 504 (Traefik's answers for connection errors and timeouts) is a failure,
+	// a 429 (the origin refusing us) unless breaker.countStatus429 is off, a 500 only with
+	// breaker.countStatus500, anything else the origin answering (FR-CB-1, FR-CB-2).
+	failed := status == 502 || status == 503 || status == 504 || (status == 500 && h.s.BreakerCountStatus500) ||
+		(status == 429 && !h.s.BreakerIgnoreStatus429)
+	var wait time.Duration
+	if failed && (status == 429 || status == 503) && len(header["Retry-After"]) > 0 {
+		// The origin says when to come back: the breaker obeys (RFC 9110 section 10.2.3).
+		wait = httpcache.RetryAfter(header["Retry-After"], now)
+	}
+	if change := t.b.RecordCall(t.permit, status, failed, took, wait, now); change != breaker.Unchanged {
+		breakerChanged(h.e, t.b, change, now)
+	}
+}
+
+// breakerChanged writes the event of a breaker that a result opened or closed: once per
+// change, since Record reports a change to one caller only.
+func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
+	st := b.Status(now)
+	key := scopeLabel(b.Key())
+	switch {
+	case change == breaker.Recovered:
+		e.events.current().Emit(events.BreakerClosed, events.Str("scope", key))
+	case st.TripReason == breaker.ReasonRetryAfter:
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
+			events.Int("status", st.LastFailure), events.Dur("retry_after", st.TripRetryAfter), events.Dur("open_for", st.OpenLeft))
+	case change == breaker.Tripped && st.TripReason == breaker.ReasonSlowCalls:
+		n := st.TripOK + st.TripFailures
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
+			events.Float("ratio", float64(st.TripSlow)/float64(n)), events.Int("slow", st.TripSlow), events.Int("requests", n),
+			events.Dur("slow_call", st.Params.SlowCall), events.Dur("open_for", st.OpenLeft))
+	case change == breaker.Tripped:
+		ratio := 0.0
+		if n := st.TripOK + st.TripFailures; n > 0 {
+			ratio = float64(st.TripFailures) / float64(n)
+		}
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", breaker.ReasonFailureRatio),
+			events.Float("ratio", ratio), events.Int("failures", st.TripFailures), events.Int("requests", st.TripOK+st.TripFailures),
+			events.Dur("open_for", st.OpenLeft))
+	case change == breaker.Reopened:
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
+			events.Dur("open_for", st.OpenLeft))
+	}
+}
+
+// breakerOf is the breaker of host's upstream in e for a request to path: its one breaker
+// with scope engine, else the group's for the scope key of host, with the breaker.paths
+// prefix path falls under appended (breaker.PathKey). The gate, the miss-rate detector's
+// check and the operator's controls all find it here.
+func breakerOf(e *engine, host, path string, now time.Time) *breaker.Breaker {
+	if b := e.breaker; b != nil {
+		return b
+	}
+	key := breaker.ScopeKey(e.breakerScope, host)
+	if e.breakerPaths != nil {
+		key = breaker.PathKey(key, e.breakerPaths, path)
+	}
+	return e.breakers.Get(key, now)
+}
+
+// breakerOpen tells whether host's upstream's breaker holds fetches back now: open, or half
+// open with its probe out.
+func (h *Handler) breakerOpen(host, path string, now time.Time) bool {
+	// Every breaker closed, the common case: no lookup of host's, which with breakers per
+	// host (the default) takes the group's lock and interpreted calls on every leader's miss.
+	if breaker.AllClosed(h.e.breakers) {
+		return false
+	}
+	return breakerOf(h.e, host, path, now).State(now) != breaker.StateClosed
+}
+
+// applyOverrides gives e's breakers the overrides of breaker.overrides, and removes those an
+// earlier configuration of the same group gave and this one does not.
+func applyOverrides(e, old *engine, list []breaker.KeyOverride) error {
+	keep := make(map[string]bool, len(list))
+	for _, ko := range list {
+		if err := e.breakers.SetOverride(ko.Key, ko.Override); err != nil {
+			return fmt.Errorf("%w: breaker.overrides: %v", ErrSettings, err)
+		}
+		keep[ko.Key] = true
+		e.overridden = append(e.overridden, ko.Key)
+	}
+	if old.breakers == e.breakers {
+		for _, key := range old.overridden {
+			if !keep[key] {
+				e.breakers.RemoveOverride(key)
+			}
+		}
+	}
+	return nil
+}
