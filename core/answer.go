@@ -44,6 +44,8 @@ type answer struct {
 	// retryAfter, when positive, is sent as Retry-After (every 503 or 429 Weir makes says
 	// when to come back).
 	retryAfter time.Duration
+	// refused marks the answer of a request a protection kept from the origin (refused).
+	refused bool
 }
 
 // write writes a.
@@ -183,6 +185,7 @@ func ceilSeconds(d time.Duration) int64 {
 // Cache-Status values (RFC 9211). Weir never writes hit and fwd together; a stale hit is a
 // hit with a negative ttl.
 const (
+	statusWeir     = "Weir"
 	statusHit      = "Weir; hit; ttl="
 	statusFwd      = "Weir; fwd="
 	statusBypass   = "Weir; fwd=bypass"

@@ -96,7 +96,8 @@ func takeSlot(h *Handler, t *ticket, ctx context.Context, part, host string, upl
 	if t.permit.Probe {
 		t.b.Release(t.permit, h.s.Now())
 	}
-	return &refusal{shed: err}
+	f := limiterRefusal(h, err)
+	return &f
 }
 
 // leave ends t's passage: the slot goes back, and when t records, the answer goes to the

@@ -80,7 +80,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	if leader && h.s.MissRate.Throttle {
 		if ok, wait := missrate.AllowFetch(h.missRate, part, now); !ok {
 			// The flight must end: its followers wait on it.
-			res := &fetchResult{refused: refusal{throttled: wait}}
+			res := &fetchResult{refused: refusal{why: reasonMissRate, retryAfter: wait}}
 			h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
 			h.deliver(w, r, res, stale, statusFwd+fwd, false)
 			return
@@ -207,7 +207,7 @@ func flightResult(c *flight.Call) (*fetchResult, error) {
 		return nil, err
 	}
 	res, ok := v.(*fetchResult)
-	if !ok || res == nil || res.status == 0 && !refusedAny(res.refused) {
+	if !ok || res == nil || res.status == 0 && res.refused.why == nil {
 		return nil, errLostResult
 	}
 	return res, nil
@@ -295,7 +295,7 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 		// RFC 9112 section 8: a body that ended short is no answer; stale if allowed, else
 		// 502, for every waiter.
 		h.failed(w, r, stale, cacheStatus, "origin-truncated")
-	case refusedAny(res.refused):
+	case res.refused.why != nil:
 		h.refused(w, r, stale, cacheStatus, res.refused)
 	case res.originError:
 		// FR-COA-5: each waiter serves stale from its own lookup if stale-if-error allows it,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/admin"
@@ -86,7 +87,17 @@ func (o operator) State(now time.Time) admin.State {
 	st.Anomalies = e.anomalies.current(now)
 	st.Store = o.storeView()
 	st.Pacing = paceView(e.pacing)
+	st.Refusals = refusalView(e)
 	return st
+}
+
+// refusalView lists every registered reason with the requests it refused.
+func refusalView(e *engine) []admin.Refusal {
+	out := make([]admin.Refusal, len(reasons))
+	for i, r := range reasons {
+		out[i] = admin.Refusal{Reason: r.name, Status: r.status, Count: atomic.LoadInt64(&e.metrics.shed[r.index].N)}
+	}
+	return out
 }
 
 // paceView lists the paces in force, by name.

@@ -15,12 +15,18 @@ import (
 // protected paths, so that the requests taken keep their latency. The mechanism is
 // core/admit; what is protected, and the answer, are decided here.
 
-// Cache-Status details, and shed reasons, of refused admissions.
-const (
-	detailAdmissionHost = "admission-host"
-	detailAdmissionName = "admission-name"
-	detailAdmission     = "admission"
+// Admission's refusals, made before any lookup: no stale entry answers them.
+var (
+	// reasonAdmissionHost: past the knee, a host over its share of the requests in flight.
+	reasonAdmissionHost = &reason{name: "admission-host", status: http.StatusServiceUnavailable, text: textOverloaded}
+	// reasonAdmissionName: past the knee, a name not seen under the knee (no router expects
+	// it).
+	reasonAdmissionName = &reason{name: "admission-name", status: http.StatusServiceUnavailable, text: textOverloaded}
+	// reasonAdmission: past the limit, everything but admission.protect and admin.path.
+	reasonAdmission = &reason{name: "admission", status: http.StatusServiceUnavailable, text: textOverloaded}
 )
+
+func init() { registerReasons(reasonAdmissionHost, reasonAdmissionName, reasonAdmission) }
 
 // admissionRetryAfter is the Retry-After of a refused admission: overload passes or is
 // handled in about a second.
@@ -74,24 +80,22 @@ func admitted(h *Handler, w http.ResponseWriter, r *http.Request) {
 	switch admit.Enter(h.admission, host, protectedPath(h.protect, r.URL.Path)) {
 	case admit.Admitted:
 	case admit.ShedHost:
-		refuseAdmission(h, w, r, detailAdmissionHost)
+		refuseAdmission(h, w, r, reasonAdmissionHost)
 		return
 	case admit.ShedName:
-		refuseAdmission(h, w, r, detailAdmissionName)
+		refuseAdmission(h, w, r, reasonAdmissionName)
 		return
 	default:
-		refuseAdmission(h, w, r, detailAdmission)
+		refuseAdmission(h, w, r, reasonAdmission)
 		return
 	}
 	defer admit.Leave(h.admission, host)
 	budgeted(h, w, r)
 }
 
-// refuseAdmission answers a request admission refused: 503, Retry-After, the reason.
-func refuseAdmission(h *Handler, w http.ResponseWriter, r *http.Request, detail string) {
-	countShed(h.e, detail)
-	h.write(w, r, &answer{status: http.StatusServiceUnavailable, text: "overloaded, retry later",
-		cache: "Weir", detail: detail, retryAfter: admissionRetryAfter})
+// refuseAdmission answers a request admission refused for why: 503, Retry-After, the reason.
+func refuseAdmission(h *Handler, w http.ResponseWriter, r *http.Request, why *reason) {
+	h.refused(w, r, nil, statusWeir, refusal{why: why, retryAfter: admissionRetryAfter})
 }
 
 // protectedPath tells whether path is under one of the prefixes.

@@ -40,8 +40,8 @@ func TestAdmission(t *testing.T) {
 		status int
 		detail string
 	}{
-		{desc: "the flood host past the knee", url: "http://flood.test/p3", status: 503, detail: detailAdmissionHost},
-		{desc: "a name no router expects", url: "http://random.test/", status: 503, detail: detailAdmissionName},
+		{desc: "the flood host past the knee", url: "http://flood.test/p3", status: 503, detail: reasonAdmissionHost.name},
+		{desc: "a name no router expects", url: "http://random.test/", status: 503, detail: reasonAdmissionName.name},
 		{desc: "another host", url: "http://calm.test/y", status: 200},
 	}
 	for _, st := range steps {
@@ -70,7 +70,7 @@ func TestAdmission(t *testing.T) {
 	if n := h.admission.InFlight(); n != 0 {
 		t.Errorf("in flight after every answer: %d, want 0", n)
 	}
-	if got := h.e.metrics.shed[shedIndex(t, detailAdmissionHost)].N; got != 1 {
+	if got := h.e.metrics.shed[shedIndex(t, reasonAdmissionHost.name)].N; got != 1 {
 		t.Errorf("shed admission-host counted %d, want 1", got)
 	}
 }

@@ -11,6 +11,17 @@ import (
 	"github.com/weirproxy/weir/core/httpcache"
 )
 
+// The circuit breaker (breaker.*, FR-CB-1..5): one per upstream (breaker.scope), with
+// breaker.paths giving paths breakers of their own. The gate asks it before an origin
+// request (askBreaker) and tells it how the request went (recordOutcome); the mechanism is
+// core/breaker.
+
+// reasonCircuitOpen refuses a request while its upstream's breaker is open, or half open
+// with its probe out (FR-CB-5). A stale entry within either window answers instead.
+var reasonCircuitOpen = &reason{name: "circuit-open", status: http.StatusServiceUnavailable, text: textUnavailable, stale: staleAny}
+
+func init() { registerReasons(reasonCircuitOpen) }
+
 // askBreaker is enter's question to host's breaker, in a function of its own so that a
 // request meeting closed breakers pays none of its frame slots (docs/yaegi.md).
 func askBreaker(h *Handler, t *ticket, host, path string) *refusal {
@@ -22,7 +33,8 @@ func askBreaker(h *Handler, t *ticket, host, path string) *refusal {
 	t.b = b
 	t.permit = b.Allow(now)
 	if !t.permit.Allowed {
-		return &refusal{open: t.permit.RetryAfter, key: b.Key()}
+		// The 503 names the breaker, so that an operator sees which scope or path refused.
+		return &refusal{why: reasonCircuitOpen, retryAfter: t.permit.RetryAfter, param: "; key=" + sfKey(scopeLabel(b.Key()))}
 	}
 	if t.permit.Probe {
 		t.record = true

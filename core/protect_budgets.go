@@ -14,8 +14,11 @@ import (
 // lookup, so that a flood over its budget costs a bucket and a 429, never a lookup or a
 // fetch. The mechanism is core/budget; what a client is, and the answer, are decided here.
 
-// detailOverBudget is the Cache-Status detail and the shed reason of a request over budget.
-const detailOverBudget = "over-budget"
+// reasonOverBudget refuses a request whose client's or Host's bucket is empty: 429, with
+// Retry-After when a token comes back. Made before any lookup, so no stale entry answers.
+var reasonOverBudget = &reason{name: "over-budget", status: http.StatusTooManyRequests, text: textTooMany}
+
+func init() { registerReasons(reasonOverBudget) }
 
 // BudgetSettings are the request budgets. A zero Client and Host: off, at no cost to the
 // hit path.
@@ -105,9 +108,7 @@ func overBudget(h *Handler, w http.ResponseWriter, r *http.Request) bool {
 	if wait == 0 {
 		return false
 	}
-	countShed(h.e, detailOverBudget)
-	h.write(w, r, &answer{status: http.StatusTooManyRequests, text: "too many requests, retry later",
-		cache: "Weir", detail: detailOverBudget, retryAfter: wait})
+	h.refused(w, r, nil, statusWeir, refusal{why: reasonOverBudget, retryAfter: wait})
 	return true
 }
 

@@ -42,7 +42,7 @@ func TestBudgetClientOver(t *testing.T) {
 	wantCode(t, "another client", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.8"), 200)
 	clock.Add(5 * time.Second)
 	wantCode(t, "after Retry-After", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", "192.0.2.7"), 200)
-	if got := h.e.metrics.shed[shedIndex(t, detailOverBudget)].N; got != 1 {
+	if got := h.e.metrics.shed[shedIndex(t, reasonOverBudget.name)].N; got != 1 {
 		t.Errorf("shed over-budget counted %d, want 1", got)
 	}
 	if got := h.e.metrics.outcomes[outcomeShed].N; got != 1 {
@@ -59,15 +59,15 @@ func doFront(t *testing.T, h *Handler, method, url string, header ...string) *ht
 	return w
 }
 
-// shedIndex is reason's index in weir_shed_total.
-func shedIndex(t *testing.T, reason string) int {
+// shedIndex is the index in weir_shed_total of the reason named name.
+func shedIndex(t *testing.T, name string) int {
 	t.Helper()
-	for i, r := range shedReasons {
-		if r == reason {
-			return i
+	for _, r := range reasons {
+		if r.name == name {
+			return r.index
 		}
 	}
-	t.Fatalf("no shed reason %q", reason)
+	t.Fatalf("no shed reason %q", name)
 	return 0
 }
 

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,17 @@ import (
 	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/missrate"
 )
+
+// The miss-rate detector (missrate.*, FR-MR-1, FR-MR-2): it counts each partition's
+// lookups and the misses that would fetch, reports a partition whose misses look like a
+// cache-busting flood, and with missrate.throttle holds its fetches back. The mechanism is
+// core/missrate.
+
+// reasonMissRate refuses a leader's fetch for a partition the detector holds back
+// (missrate.throttle). A stale entry within either window answers instead.
+var reasonMissRate = &reason{name: "miss-rate", status: http.StatusServiceUnavailable, text: textUnavailable, stale: staleAny}
+
+func init() { registerReasons(reasonMissRate) }
 
 // reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).
 func (h *Handler) reportAnomaly(a *missrate.Anomaly) {

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/budget"
-	"github.com/weirproxy/weir/core/limit"
 )
 
 // Pacing an origin (pacing): the requests that reach a paced host or domain are spaced
@@ -22,9 +22,11 @@ import (
 // over the configuration's for its name until cleared, survives reloads, and reaches the
 // other instances sharing the store through the control record (fleet.go).
 
-// detailPaced is the Cache-Status detail and the shed reason of a request whose turn lay
-// past limiter.maxQueueWait.
-const detailPaced = "paced"
+// reasonPaced refuses a request whose host's turn lies past limiter.maxQueueWait. A stale
+// entry within either window answers instead: the host is held back, not down.
+var reasonPaced = &reason{name: "paced", status: http.StatusServiceUnavailable, text: textUnavailable, stale: staleAny}
+
+func init() { registerReasons(reasonPaced) }
 
 // operatorPacesMax bounds the paces an operator may set on one middleware.
 const operatorPacesMax = 256
@@ -266,12 +268,12 @@ func paceTurn(h *Handler, t *ticket, ctx context.Context, host string, way int) 
 	var f *refusal
 	if way&wayBackground != 0 {
 		if wait := budget.Take(tb, "", now); wait > 0 {
-			f = &refusal{paced: wait}
+			f = &refusal{why: reasonPaced, retryAfter: wait}
 		}
 	} else if wait, ok := budget.Reserve(tb, "", now); !ok {
-		f = &refusal{paced: wait}
+		f = &refusal{why: reasonPaced, retryAfter: wait}
 	} else if wait > 0 && !waitTurn(ctx, paces(h.pacing), wait) {
-		f = &refusal{shed: limit.ErrContextDone}
+		f = &refusal{why: reasonClientLeft}
 	} else {
 		t.paced = wait
 	}

@@ -79,7 +79,7 @@ func TestPacingSpaces(t *testing.T) {
 	wantCode(t, "another host", do(t, h, "GET", "http://other.example/x"), 200)
 	thirdTimer.fire()
 	wantCode(t, "third, after its turn", awaitAnswer(t, third), 200)
-	if got := h.e.metrics.shed[shedIndex(t, detailPaced)].N; got != 1 {
+	if got := h.e.metrics.shed[shedIndex(t, reasonPaced.name)].N; got != 1 {
 		t.Errorf("shed paced counted %d, want 1", got)
 	}
 	clock.Add(10 * time.Second)

@@ -24,10 +24,6 @@ const (
 
 var outcomeNames = []string{"hit", "stale", "miss", "pass", "negative", "shed", "error"}
 
-// shedReasons are the reasons of weir_shed_total: every detail a refused request's
-// Cache-Status carries (refused), the last one for any other.
-var shedReasons = []string{"circuit-open", "miss-rate", "queue-full", "partition-queue-full", "queue-wait", "background-busy", "over-budget", "paced", "admission-host", "admission-name", "admission", "other"}
-
 // engineMetrics are one middleware's metrics (ARCHITECTURE.md, "Metrics"). They outlive
 // reloads, as counters must: a reload that reset them would read as a counter reset.
 // Counters on the request path are added to with atomic.AddInt64 written out at the call
@@ -66,7 +62,7 @@ func newEngineMetrics(name string) (*engineMetrics, error) {
 		return nil, err
 	}
 	if m.shed, err = r.CounterFamily("weir_shed_total", "Requests kept from the origin by a protection, by the reason their Cache-Status names.",
-		[]string{"reason"}, one(shedReasons)); err != nil {
+		[]string{"reason"}, one(reasonNames())); err != nil {
 		return nil, err
 	}
 	if m.coalesced, err = r.Counter("weir_coalesced_total", "Requests answered by another request's origin fetch (followers of a flight)."); err != nil {
@@ -132,18 +128,20 @@ func count(cs []*metrics.Counter, i int) {
 	atomic.AddInt64(&cs[i].N, 1)
 }
 
-// countShed counts a request kept from the origin for reason, in the metrics and in the
+// countShed counts a request a protection kept from the origin, in the metrics and in the
 // shed line (core/events) alike.
-func countShed(e *engine, reason string) {
-	events.CountShed(e.events.summary(), reason)
-	i := len(shedReasons) - 1
-	for j, r := range shedReasons {
-		if r == reason {
-			i = j
-			break
-		}
+func countShed(e *engine, why *reason) {
+	events.CountShed(e.events.summary(), why.name)
+	count(e.metrics.shed, why.index)
+}
+
+// reasonNames are the registered reasons' names, in their order: weir_shed_total's labels.
+func reasonNames() []string {
+	names := make([]string, len(reasons))
+	for i, r := range reasons {
+		names[i] = r.name
 	}
-	count(e.metrics.shed, i)
+	return names
 }
 
 // outcomeOf is the outcome of an answer write writes at now.
@@ -157,9 +155,7 @@ func outcomeOf(a *answer, now time.Time) int {
 		return outcomeMiss
 	case a.detail == "negative":
 		return outcomeNegative
-	case a.status == 503 && a.retryAfter > 0 && a.detail != "purge-failed":
-		return outcomeShed
-	case a.status == 429:
+	case a.refused:
 		return outcomeShed
 	case a.status >= 500:
 		return outcomeError

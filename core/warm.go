@@ -11,7 +11,6 @@ import (
 
 	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/httpcache"
-	"github.com/weirproxy/weir/core/limit"
 )
 
 // Warming (warm.*) fetches a list of paths on every host it names into the cache when the
@@ -267,8 +266,8 @@ func warmOne(h *Handler, scheme, host, path string, deadline time.Time) int {
 	case err != nil || res == nil:
 		warmFailure(e, u, 0, "fetch failed")
 		return warmFailed
-	case refusedAny(res.refused):
-		warmFailure(e, u, 0, refusalDetail(res.refused))
+	case res.refused.why != nil:
+		warmFailure(e, u, 0, res.refused.why.name)
 		return warmRefused
 	case res.status < 200 || res.status >= 400:
 		warmFailure(e, u, res.status, "")
@@ -281,19 +280,6 @@ func warmOne(h *Handler, scheme, host, path string, deadline time.Time) int {
 		return warmUnstored
 	}
 	return warmStored
-}
-
-// refusalDetail names a refusal as a refused answer's Cache-Status would.
-func refusalDetail(f refusal) string {
-	switch {
-	case f.open > 0:
-		return "circuit-open"
-	case f.paced > 0:
-		return detailPaced
-	case f.throttled > 0:
-		return "miss-rate"
-	}
-	return limit.Detail(f.shed)
 }
 
 // warmFailure writes the warm_failed event of url: the status it answered, or why there

@@ -61,6 +61,19 @@ type State struct {
 	Store     Store     `json:"store"`
 	// Pacing are the paces in force, by name.
 	Pacing []Pace `json:"pacing"`
+	// Refusals are the reasons a protection keeps a request from the origin, each with the
+	// requests it refused since the middleware started.
+	Refusals []Refusal `json:"refusals"`
+}
+
+// Refusal is one reason a protection refuses requests, as Cache-Status's detail and
+// weir_shed_total name it.
+type Refusal struct {
+	Reason string `json:"reason"`
+	// Status is the answer when no stale entry stands in: 503 or 429.
+	Status int `json:"status"`
+	// Count is how many requests it refused since the middleware started.
+	Count int64 `json:"count"`
 }
 
 // Where a pace in force comes from (Pace.Origin).

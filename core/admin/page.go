@@ -46,6 +46,10 @@ const pageHTML = `<!doctype html>
   </div>
 </section>
 <section>
+  <h2>Refusals</h2>
+  <table id="refusals"><thead><tr><th>reason</th><th>answer</th><th>refused since start</th></tr></thead><tbody></tbody></table>
+</section>
+<section>
   <h2>Pacing</h2>
   <table id="pacing"><thead><tr><th>host or domain</th><th>rate</th><th>origin</th><th>actions</th></tr></thead><tbody></tbody></table>
   <form id="pace">
@@ -226,6 +230,8 @@ function paceRow(p) {
 }
 function occupant(o) { const tr = document.createElement("tr"); tr.dataset.key = o.key;
   tr.append(text("td", o.key), text("td", String(o.inFlight)), text("td", String(o.queued))); return tr; }
+function refusal(f) { const tr = document.createElement("tr"); tr.dataset.key = f.reason;
+  tr.append(text("td", f.reason, "reason"), text("td", String(f.status)), text("td", String(f.count), "count")); return tr; }
 function anomaly(a) { const tr = document.createElement("tr"); tr.dataset.key = a.partition;
   tr.append(text("td", a.partition), text("td", String(a.misses)), text("td", String(a.lookups)),
     text("td", a.ratio.toFixed(2)), text("td", a.throttled ? "yes" : "no")); return tr; }
@@ -243,6 +249,7 @@ async function refresh() {
     " queued, " + l.uploads + " of " + l.maxUpload + " uploads";
   fill("#partitions", l.partitions || [], occupant);
   fill("#hosts", l.hosts || [], occupant);
+  fill("#refusals", s.refusals || [], refusal);
   fillPacing(s.pacing || []);
   fill("#anomalies", s.anomalies || [], anomaly);
   const st = s.store;
