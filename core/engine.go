@@ -73,7 +73,7 @@ type engine struct {
 	events *eventLog
 	conf   string
 	log    func(msg string)
-	// now, breakerScope and storeTimeout serve the operator controls (control.go).
+	// now, breakerScope and storeTimeout serve the operator controls (operator.go).
 	now          func() time.Time
 	breakerScope string
 	storeTimeout time.Duration
@@ -203,6 +203,9 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err := keepBudgets(e, old, s); err != nil {
 		return nil, err
 	}
+	if err := keepAdmission(e, old, s); err != nil {
+		return nil, err
+	}
 	keepWarmer(e, old, s)
 	e.anomalies = old.anomalies
 	if e.anomalies == nil {
@@ -229,62 +232,6 @@ func engineFor(name string, s Settings) (*engine, error) {
 			events.Bool("cache_kept", old.store != nil && e.store == old.store))
 	}
 	return e, nil
-}
-
-// keepWarmer gives e old's warmer, and says why New starts a run: the engine started with a
-// new store (empty, or one another instance fills: warming skips what is stored and fresh),
-// or warm.* changed.
-func keepWarmer(e, old *engine, s Settings) {
-	e.warm = old.warm
-	if e.warm == nil {
-		e.warm = &warmer{}
-	}
-	e.warmConf = fmt.Sprintf("%+v", s.Warm)
-	switch {
-	case !s.Warm.on():
-	case e.store != old.store:
-		e.warmOn = warmOnStart
-	case e.warmConf != old.warmConf:
-		e.warmOn = warmOnConfig
-	}
-}
-
-// keepBudgets gives e the budgets and admission of s: old's tables when their settings are the
-// same, so that a reload does not hand every client a fresh burst, new ones otherwise.
-func keepBudgets(e, old *engine, s Settings) error {
-	var err error
-	e.budgetConf = fmt.Sprintf(" budgets=%+v storeTimeout=%s", s.Budgets, s.StoreTimeout)
-	if old.budgetConf == e.budgetConf {
-		e.budgets = old.budgets
-	} else if e.budgets, err = newBudgets(e.name, s.Budgets, s.StoreTimeout, s.Now); err != nil {
-		return err
-	}
-	if e.budgets != nil && e.budgets.share != nil {
-		if e.mem == nil {
-			e.budgets.share.setStore(bookerOf(e.store), s.Log)
-		} else {
-			e.budgets.share.setStore(nil, s.Log)
-		}
-	}
-	e.admitConf = admissionConf(s.Admission)
-	if old.admitConf == e.admitConf {
-		e.admission = old.admission
-	} else if e.admission, err = newAdmission(s.Admission); err != nil {
-		return err
-	}
-	return nil
-}
-
-// keepPacing gives e old's pacing, which lives as long as the middleware and keeps the
-// operator's paces, and puts the paces of s in force in it. Last of what can fail in
-// engineFor: the handlers of old share the pacing and see the change at once.
-func keepPacing(e, old *engine, s Settings) error {
-	wait := queueWait(s.Limiter.MaxQueueWait)
-	e.paceConf = fmt.Sprintf(" pacing=%+v wait=%s", s.Pacing, wait)
-	if e.pacing == old.pacing && old.paceConf == e.paceConf {
-		return nil
-	}
-	return e.pacing.configure(s.Pacing, wait, s.Limiter.AfterFunc)
 }
 
 // recoverTo ends a goroutine of Weir's that panicked with a log line instead of taking

@@ -170,10 +170,9 @@ func (h *Handler) get(ctx context.Context, key string, now time.Time) *store.Ent
 
 // sharedGet is get from a shared store (h.shared), now just read: the call's start for the
 // store's latency. No timeout of its own: the store's guard bounds the call by
-// timeouts.store. Under Yaegi, dropping the second timeout on the same context, calling
-// functions in place of Handler.get and of the Fallback's and the guard's methods through
-// interfaces, and reading the clock once less took about 74,000 instructions off a hit read
-// from Redis (BenchmarkHitRedis, less what BenchmarkGet of core/redisstore saved).
+// timeouts.store. A function over the store's functions (store.ReadShared), not
+// Handler.get over the Fallback's and the guard's methods through interfaces: under Yaegi
+// each interface method call costs a hit read from the store (docs/yaegi.md).
 func sharedGet(h *Handler, ctx context.Context, key string, now time.Time) *store.Entry {
 	e, err := store.ReadShared(h.shared, ctx, key)
 	metrics.ObserveDuration(h.e.metrics.store, h.s.Now().Sub(now))

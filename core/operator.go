@@ -228,7 +228,7 @@ func (o operator) scopeKey(key string) string {
 	return breaker.ScopePathKey(o.e.breakerScope, key)
 }
 
-// Each action applies here, then goes to the other instances sharing the store (fleet.go);
+// Each action applies here, then goes to the other instances sharing the store (fleet_control.go);
 // an error then says the action was applied here only.
 
 func (o operator) OpenBreaker(key string, d time.Duration) error {

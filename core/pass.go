@@ -215,7 +215,7 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
 	// breaker.AllClosed written out, and pacing's on beside it (both are zero or more), with
 	// a tagged switch, whose literal case takes no slot. Pacing is loaded on every request,
-	// not only where it was configured: an operator may turn it on at any time (admin.go).
+	// not only where it was configured: an operator may turn it on at any time (operator.go).
 	switch atomic.LoadInt32(h.notClosed) + atomic.LoadInt32(h.paced) {
 	case 0:
 	default:

@@ -107,3 +107,16 @@ func protectedPath(prefixes []string, path string) bool {
 	}
 	return false
 }
+
+// keepAdmission gives e the admission controller of s: old's when its settings are the same,
+// so that a reload keeps what it learned of the hosts and names in flight.
+func keepAdmission(e, old *engine, s Settings) error {
+	var err error
+	e.admitConf = admissionConf(s.Admission)
+	if old.admitConf == e.admitConf {
+		e.admission = old.admission
+	} else if e.admission, err = newAdmission(s.Admission); err != nil {
+		return err
+	}
+	return nil
+}

@@ -166,3 +166,23 @@ func exempt(nets []*net.IPNet, ip net.IP) bool {
 	}
 	return false
 }
+
+// keepBudgets gives e the budgets of s: old's tables when their settings are the same, so
+// that a reload does not hand every client a fresh burst, new ones otherwise.
+func keepBudgets(e, old *engine, s Settings) error {
+	var err error
+	e.budgetConf = fmt.Sprintf(" budgets=%+v storeTimeout=%s", s.Budgets, s.StoreTimeout)
+	if old.budgetConf == e.budgetConf {
+		e.budgets = old.budgets
+	} else if e.budgets, err = newBudgets(e.name, s.Budgets, s.StoreTimeout, s.Now); err != nil {
+		return err
+	}
+	if e.budgets != nil && e.budgets.share != nil {
+		if e.mem == nil {
+			e.budgets.share.setStore(bookerOf(e.store), s.Log)
+		} else {
+			e.budgets.share.setStore(nil, s.Log)
+		}
+	}
+	return nil
+}

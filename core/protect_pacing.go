@@ -18,9 +18,9 @@ import (
 // limiter.maxQueueWait) after the breaker has let it through. A turn is a core/budget
 // bucket without a burst, booked ahead by Reserve.
 //
-// An operator sets, changes and clears paces through the admin (admin.go); a pace set so wins
+// An operator sets, changes and clears paces through the admin (operator.go); a pace set so wins
 // over the configuration's for its name until cleared, survives reloads, and reaches the
-// other instances sharing the store through the control record (fleet.go).
+// other instances sharing the store through the control record (fleet_control.go).
 
 // reasonPaced refuses a request whose host's turn lies past limiter.maxQueueWait. A stale
 // entry within either window answers instead: the host is held back, not down.
@@ -312,4 +312,16 @@ func waitTurn(ctx context.Context, p *paceTable, d time.Duration) bool {
 			}
 		}
 	}
+}
+
+// keepPacing gives e old's pacing, which lives as long as the middleware and keeps the
+// operator's paces, and puts the paces of s in force in it. Last of what can fail in
+// engineFor: the handlers of old share the pacing and see the change at once.
+func keepPacing(e, old *engine, s Settings) error {
+	wait := queueWait(s.Limiter.MaxQueueWait)
+	e.paceConf = fmt.Sprintf(" pacing=%+v wait=%s", s.Pacing, wait)
+	if e.pacing == old.pacing && old.paceConf == e.paceConf {
+		return nil
+	}
+	return e.pacing.configure(s.Pacing, wait, s.Limiter.AfterFunc)
 }

@@ -10,10 +10,9 @@ import (
 	"time"
 )
 
-// repoFile reads the file at path from the repository's root, found from the working
-// directory up: the package's directory under go test, the root itself under
-// scripts/yaegi-test.sh.
-func repoFile(t *testing.T, path string) []byte {
+// repoRoot is the repository's root, found from the working directory up: the package's
+// directory under go test, the root itself under scripts/yaegi-test.sh.
+func repoRoot(t *testing.T) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -22,18 +21,24 @@ func repoFile(t *testing.T, path string) []byte {
 	for {
 		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/weirproxy/weir\n")) {
-			data, err := os.ReadFile(filepath.Join(dir, path))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return data
+			return dir
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
-			t.Fatalf("no repository root above the working directory, to read %s", path)
+			t.Fatal("no repository root above the working directory")
 		}
 		dir = up
 	}
+}
+
+// repoFile reads the file at path from the repository's root.
+func repoFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // TestReasonsRegistered: every registered reason is whole and named once, and metrics,

@@ -294,3 +294,21 @@ func warmFailure(e *engine, url string, status int, reason string) {
 	}
 	e.events.current().Emit(events.WarmFailed, fields...)
 }
+
+// keepWarmer gives e old's warmer, and says why New starts a run: the engine started with a
+// new store (empty, or one another instance fills: warming skips what is stored and fresh),
+// or warm.* changed.
+func keepWarmer(e, old *engine, s Settings) {
+	e.warm = old.warm
+	if e.warm == nil {
+		e.warm = &warmer{}
+	}
+	e.warmConf = fmt.Sprintf("%+v", s.Warm)
+	switch {
+	case !s.Warm.on():
+	case e.store != old.store:
+		e.warmOn = warmOnStart
+	case e.warmConf != old.warmConf:
+		e.warmOn = warmOnConfig
+	}
+}
