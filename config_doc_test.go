@@ -3,16 +3,26 @@ package weir
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/weirproxy/weir/internal/fixture"
 )
 
 // configurationDoc is the reference of every option.
 const configurationDoc = "docs/configuration.md"
 
-// docRow is one option's row in the reference (or in README's table of options).
+// readme is the front page: it links the reference rather than repeating it.
+const readme = "README.md"
+
+// operationsDoc holds the table of refusals, under refusalsHeading.
+const operationsDoc = "docs/operations.md"
+
+// docRow is one option's row in the reference (or in a table of README's).
 type docRow struct {
 	option string
 	// def is the default as the row's second cell gives it, up to what explains it ("`0s`"
@@ -158,19 +168,247 @@ func TestConfigurationReference(t *testing.T) {
 	}
 }
 
-// TestReadmeOptionsAgree: README's table of options, which speaks to operators beside the
-// reference, has a row for every field of Config, with the reference's default.
+// readFile is the text of the file at path, from the repository's root.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return string(data)
+}
+
+// TestReadmeLinksReference: README, a front page, links the reference of every option.
+func TestReadmeLinksReference(t *testing.T) {
+	if !strings.Contains(readFile(t, readme), "](docs/configuration.md)") {
+		t.Errorf("%s: no link to %s", readme, configurationDoc)
+	}
+}
+
+// codeSpan is a Markdown code span on one line.
+var codeSpan = regexp.MustCompile("`([^`\n]+)`")
+
+// labelOption is the option a Weir label names, after the plugin's name.
+var labelOption = regexp.MustCompile(`plugin\.weir\.([A-Za-z]+(?:\.[A-Za-z]+)?)=`)
+
+// statedDefault is an option README gives a default for: `section.field`, default `value`.
+var statedDefault = regexp.MustCompile("`([A-Za-z]+\\.[A-Za-z]+)`[,:]? default `([^`]+)`")
+
+// optionOf is the option a code span names, when its first part is one of Weir's sections:
+// `cache.maxSize`, `breaker.scope: engine`, `…weir.cache.maxSize=64MiB`; "" for any other
+// span (a file name, Traefik's own options).
+func optionOf(span string, sections map[string]bool) string {
+	if i := strings.Index(span, "plugin.weir."); i >= 0 {
+		span = span[i+len("plugin.weir."):]
+	}
+	span = strings.TrimPrefix(span, "…weir.")
+	if i := strings.IndexAny(span, "=: ("); i >= 0 {
+		span = span[:i]
+	}
+	sec, _, ok := strings.Cut(span, ".")
+	if !ok || !sections[sec] {
+		return ""
+	}
+	return span
+}
+
+// TestReadmeOptionsAgree: every option of Weir's that README names in code (`section.field`,
+// with a value or as a label) is a field of Config, and where README states a default
+// (`section.field`, default `value`, or a table row beginning with the option), it is
+// docs/configuration.md's.
 func TestReadmeOptionsAgree(t *testing.T) {
 	ref := readDocRows(t)
-	readme := readRows(t, "README.md")
+	known := map[string]bool{}
+	sections := map[string]bool{}
 	for _, f := range configFields() {
-		r, ok := readme[f]
-		if !ok {
-			t.Errorf("README.md: no row for %s", f)
+		known[f] = true
+		if sec, _, ok := strings.Cut(f, "."); ok {
+			sections[sec] = true
+		}
+	}
+	text := readFile(t, readme)
+	named := 0
+	check := func(option, where string) {
+		named++
+		if !known[option] {
+			t.Errorf("%s: %s names %s, which Config lacks (%s lists every option)", readme, where, option, configurationDoc)
+		}
+	}
+	for _, m := range codeSpan.FindAllStringSubmatch(text, -1) {
+		if option := optionOf(m[1], sections); option != "" {
+			check(option, "`"+m[1]+"`")
+		}
+	}
+	for _, m := range labelOption.FindAllStringSubmatch(text, -1) {
+		check(m[1], "a label")
+	}
+	if named == 0 {
+		t.Errorf("%s names no option: the check reads nothing", readme)
+	}
+	agree := func(option, def string) {
+		want := strings.Trim(ref[option].def, "`")
+		if known[option] && strings.Trim(def, "`") != want {
+			t.Errorf("%s: default of %s %q, %s's %q", readme, option, def, configurationDoc, want)
+		}
+	}
+	for _, m := range statedDefault.FindAllStringSubmatch(text, -1) {
+		agree(m[1], m[2])
+	}
+	for option, r := range readRows(t, readme) {
+		if known[option] {
+			agree(option, r.def)
+		}
+	}
+}
+
+// TestReadmeConfigurations: every configuration of Weir that README shows, a YAML block of
+// dynamic configuration or a block of Docker labels, decodes as Traefik decodes it and New
+// builds it.
+func TestReadmeConfigurations(t *testing.T) {
+	blocks := 0
+	for i, block := range fencedBlocks(readFile(t, readme)) {
+		var mws map[string]map[string]interface{}
+		var err error
+		switch {
+		case block.lang == "yaml":
+			doc, perr := fixture.ParseYAML([]byte(block.text))
+			if perr != nil {
+				t.Errorf("%s: YAML block %d: %v", readme, i, perr)
+				continue
+			}
+			mws, err = fixture.YAMLMiddlewares(doc, "weir")
+		case strings.Contains(block.text, ".plugin.weir."):
+			labels, perr := fixture.ParseLabels([]byte(block.text))
+			if perr != nil {
+				t.Errorf("%s: label block %d: %v", readme, i, perr)
+				continue
+			}
+			mws, err = fixture.LabelMiddlewares(labels, "weir")
+		}
+		if err != nil {
+			t.Errorf("%s: block %d: %v", readme, i, err)
 			continue
 		}
-		if r.def != ref[f].def {
-			t.Errorf("%s: README.md's default %q, %s's %q", f, r.def, configurationDoc, ref[f].def)
+		for name, section := range mws {
+			blocks++
+			newFromSection(t, "readme-"+name, section)
+		}
+	}
+	if blocks == 0 {
+		t.Errorf("%s shows no configuration of Weir", readme)
+	}
+}
+
+// fenced is a fenced code block of a Markdown file: its language and its text.
+type fenced struct {
+	lang, text string
+}
+
+// fencedBlocks are the fenced code blocks of a Markdown text, in order.
+func fencedBlocks(text string) []fenced {
+	var out []fenced
+	var cur *fenced
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```"):
+			cur = &fenced{lang: strings.TrimPrefix(line, "```")}
+		case cur != nil && line == "```":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.text += line + "\n"
+		}
+	}
+	return out
+}
+
+// refusalsHeading starts the section of docs/operations.md that lists every refusal.
+const refusalsHeading = "## Refusals"
+
+// refusalsHeader is the header of its table.
+const refusalsHeader = "| reason | status | Retry-After | stale may answer | refused by |"
+
+// refusalRows reads the table of docs/operations.md's "## Refusals": each row's cells by its
+// reason.
+func refusalRows(t *testing.T) map[string][]string {
+	t.Helper()
+	text := readFile(t, operationsDoc)
+	i := strings.Index(text, "\n"+refusalsHeading+"\n")
+	if i < 0 {
+		t.Fatalf("%s: no section %q", operationsDoc, refusalsHeading)
+	}
+	section := text[i+1+len(refusalsHeading):]
+	if j := strings.Index(section, "\n## "); j >= 0 {
+		section = section[:j]
+	}
+	if !strings.Contains(section, "\n"+refusalsHeader+"\n") {
+		t.Errorf("%s, %s: no table with the header %s", operationsDoc, refusalsHeading, refusalsHeader)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		rows[strings.Trim(cells[0], "`")] = cells
+	}
+	return rows
+}
+
+// shedReasons are the reasons Weir counts refusals by: the reason labels of weir_shed_total,
+// which the metrics hold from the start, read through the admin as an operator reads them.
+// "other", for any reason not registered, is left out.
+func shedReasons(t *testing.T) []string {
+	t.Helper()
+	c := CreateConfig()
+	c.Admin.Path = "/_weir"
+	c.Admin.Allow = []string{"127.0.0.1/32"}
+	h, err := New(context.Background(), http.NotFoundHandler(), c, "doc-refusals")
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "http://example.com/_weir/metrics", nil)
+	req.RemoteAddr = "127.0.0.1:40000"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /_weir/metrics: %d %s", rec.Code, rec.Body)
+	}
+	var reasons []string
+	re := regexp.MustCompile(`(?m)^weir_shed_total\{[^}]*reason="([^"]+)"`)
+	for _, m := range re.FindAllStringSubmatch(rec.Body.String(), -1) {
+		if m[1] != "other" {
+			reasons = append(reasons, m[1])
+		}
+	}
+	if len(reasons) == 0 {
+		t.Fatalf("no weir_shed_total series in the metrics:\n%s", rec.Body)
+	}
+	return reasons
+}
+
+// TestRefusalsDocumented: docs/operations.md's "## Refusals" has a row for every reason Weir
+// refuses a request for, and none for a reason it does not have, each with a status Weir
+// answers refusals with. A new refusal fails this test until its row is written.
+func TestRefusalsDocumented(t *testing.T) {
+	rows := refusalRows(t)
+	registered := map[string]bool{}
+	for _, reason := range shedReasons(t) {
+		registered[reason] = true
+		if _, ok := rows[reason]; !ok {
+			t.Errorf("%s, %s: no row for %s: add one (status, Retry-After, whether stale may answer, what refuses)", operationsDoc, refusalsHeading, reason)
+		}
+	}
+	for reason, cells := range rows {
+		if !registered[reason] {
+			t.Errorf("%s, %s: a row for %s, which Weir does not count in weir_shed_total", operationsDoc, refusalsHeading, reason)
+		}
+		if len(cells) != 5 {
+			t.Errorf("%s, %s: the row of %s has %d cells, want 5", operationsDoc, refusalsHeading, reason, len(cells))
+			continue
+		}
+		if cells[1] != "503" && cells[1] != "429" {
+			t.Errorf("%s, %s: %s answers %q, want 503 or 429", operationsDoc, refusalsHeading, reason, cells[1])
 		}
 	}
 }

@@ -40,8 +40,9 @@ func (p _PP) Init() error                                 { return p.WInit() }
 func (p _PP) Provide(cfgChan chan<- json.Marshaler) error { return p.WProvide(cfgChan) }
 func (p _PP) Stop() error                                 { return p.WStop() }
 
-// providerStatic is the provider's block as the README gives it, read as Traefik reads its
-// static configuration file (paerser): an empty preset arrives as an empty string.
+// providerStatic is the provider's block as docs/provider.md gives it ("Enabling it"), read as
+// Traefik reads its static configuration file (paerser): an empty preset arrives as an empty
+// string. TestProviderBlockDocumented holds the page to it.
 const providerStatic = `
 providers:
   plugin:
@@ -64,6 +65,21 @@ providers:
 type staticProviders struct {
 	Providers struct {
 		Plugin map[string]map[string]interface{}
+	}
+}
+
+// providerDoc is the page that documents the provider plugin.
+const providerDoc = "../docs/provider.md"
+
+// TestProviderBlockDocumented: docs/provider.md shows providerStatic word for word, so that the
+// block TestProviderPlugin runs is the one operators copy.
+func TestProviderBlockDocumented(t *testing.T) {
+	doc, err := os.ReadFile(providerDoc)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	if !strings.Contains(string(doc), providerStatic) {
+		t.Errorf("%s does not show the provider's block as providerStatic has it:%s", providerDoc, providerStatic)
 	}
 }
 
