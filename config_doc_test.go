@@ -3,7 +3,6 @@ package weir
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"reflect"
 	"regexp"
@@ -320,95 +319,4 @@ func fencedBlocks(text string) []fenced {
 		}
 	}
 	return out
-}
-
-// refusalsHeading starts the section of docs/operations.md that lists every refusal.
-const refusalsHeading = "## Refusals"
-
-// refusalsHeader is the header of its table.
-const refusalsHeader = "| reason | status | Retry-After | stale may answer | refused by |"
-
-// refusalRows reads the table of docs/operations.md's "## Refusals": each row's cells by its
-// reason.
-func refusalRows(t *testing.T) map[string][]string {
-	t.Helper()
-	text := readFile(t, operationsDoc)
-	i := strings.Index(text, "\n"+refusalsHeading+"\n")
-	if i < 0 {
-		t.Fatalf("%s: no section %q", operationsDoc, refusalsHeading)
-	}
-	section := text[i+1+len(refusalsHeading):]
-	if j := strings.Index(section, "\n## "); j >= 0 {
-		section = section[:j]
-	}
-	if !strings.Contains(section, "\n"+refusalsHeader+"\n") {
-		t.Errorf("%s, %s: no table with the header %s", operationsDoc, refusalsHeading, refusalsHeader)
-	}
-	rows := map[string][]string{}
-	for _, line := range strings.Split(section, "\n") {
-		if !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		rows[strings.Trim(cells[0], "`")] = cells
-	}
-	return rows
-}
-
-// shedReasons are the reasons Weir counts refusals by: the reason labels of weir_shed_total,
-// which the metrics hold from the start, read through the admin as an operator reads them.
-// "other", for any reason not registered, is left out.
-func shedReasons(t *testing.T) []string {
-	t.Helper()
-	c := CreateConfig()
-	c.Admin.Path = "/_weir"
-	c.Admin.Allow = []string{"127.0.0.1/32"}
-	h, err := New(context.Background(), http.NotFoundHandler(), c, "doc-refusals")
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	req := httptest.NewRequest(http.MethodGet, "http://example.com/_weir/metrics", nil)
-	req.RemoteAddr = "127.0.0.1:40000"
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET /_weir/metrics: %d %s", rec.Code, rec.Body)
-	}
-	var reasons []string
-	re := regexp.MustCompile(`(?m)^weir_shed_total\{[^}]*reason="([^"]+)"`)
-	for _, m := range re.FindAllStringSubmatch(rec.Body.String(), -1) {
-		if m[1] != "other" {
-			reasons = append(reasons, m[1])
-		}
-	}
-	if len(reasons) == 0 {
-		t.Fatalf("no weir_shed_total series in the metrics:\n%s", rec.Body)
-	}
-	return reasons
-}
-
-// TestRefusalsDocumented: docs/operations.md's "## Refusals" has a row for every reason Weir
-// refuses a request for, and none for a reason it does not have, each with a status Weir
-// answers refusals with. A new refusal fails this test until its row is written.
-func TestRefusalsDocumented(t *testing.T) {
-	rows := refusalRows(t)
-	registered := map[string]bool{}
-	for _, reason := range shedReasons(t) {
-		registered[reason] = true
-		if _, ok := rows[reason]; !ok {
-			t.Errorf("%s, %s: no row for %s: add one (status, Retry-After, whether stale may answer, what refuses)", operationsDoc, refusalsHeading, reason)
-		}
-	}
-	for reason, cells := range rows {
-		if !registered[reason] {
-			t.Errorf("%s, %s: a row for %s, which Weir does not count in weir_shed_total", operationsDoc, refusalsHeading, reason)
-		}
-		if len(cells) != 5 {
-			t.Errorf("%s, %s: the row of %s has %d cells, want 5", operationsDoc, refusalsHeading, reason, len(cells))
-			continue
-		}
-		if cells[1] != "503" && cells[1] != "429" {
-			t.Errorf("%s, %s: %s answers %q, want 503 or 429", operationsDoc, refusalsHeading, reason, cells[1])
-		}
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,8 +84,10 @@ func TestReasonsRegistered(t *testing.T) {
 		if !shown[r.name] {
 			t.Errorf("%s: not on the admin page's refusals", r.name)
 		}
-		if !documented[r.name] {
-			t.Errorf("%s: no row in docs/operations.md's Refusals", r.name)
+		if cells, ok := documented[r.name]; !ok {
+			t.Errorf("%s: no row in docs/operations.md's Refusals: add one (status, Retry-After, whether stale may answer, what refuses)", r.name)
+		} else if len(cells) != 5 || cells[1] != strconv.Itoa(r.status) {
+			t.Errorf("%s: docs/operations.md's row %q, want 5 cells, the second %d", r.name, cells, r.status)
 		}
 	}
 	if len(state.Refusals) != len(reasons) {
@@ -97,9 +100,12 @@ func TestReasonsRegistered(t *testing.T) {
 	}
 }
 
-// refusalRows are the reasons of the rows of the table under the "## Refusals" heading of
-// doc: the rows whose first cell is code.
-func refusalRows(t *testing.T, doc string) map[string]bool {
+// refusalsHeader is the header of docs/operations.md's table of refusals.
+const refusalsHeader = "| reason | status | Retry-After | stale may answer | refused by |"
+
+// refusalRows are the cells of each row of the table under the "## Refusals" heading of doc,
+// by the reason in its first cell.
+func refusalRows(t *testing.T, doc string) map[string][]string {
 	t.Helper()
 	i := strings.Index(doc, "\n## Refusals\n")
 	if i < 0 {
@@ -109,11 +115,14 @@ func refusalRows(t *testing.T, doc string) map[string]bool {
 	if j := strings.Index(section[3:], "\n## "); j >= 0 {
 		section = section[:j+3]
 	}
-	rows := map[string]bool{}
+	if !strings.Contains(section, "\n"+refusalsHeader+"\n") {
+		t.Errorf("docs/operations.md's Refusals: no table with the header %s", refusalsHeader)
+	}
+	rows := map[string][]string{}
 	for _, line := range strings.Split(section, "\n") {
 		if strings.HasPrefix(line, "| `") {
-			cell := strings.SplitN(strings.TrimPrefix(line, "| `"), "`", 2)[0]
-			rows[cell] = true
+			cells := strings.Split(strings.Trim(line, "| "), " | ")
+			rows[strings.Trim(cells[0], "`")] = cells
 		}
 	}
 	return rows
