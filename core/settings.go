@@ -1,9 +1,3 @@
-// Package core is Weir's engine: it composes the store, coalescing and the origin
-// protections into an http.Handler placed in front of the next handler (the origin), and
-// holds the HTTP caching semantics: keys, freshness, Vary, validation and Cache-Status.
-//
-// Engines live in a process-wide registry keyed by middleware name, so that the cache and the
-// flight table survive Traefik's configuration reloads.
 package core
 
 import (
