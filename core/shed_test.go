@@ -66,7 +66,7 @@ func TestReasonsRegistered(t *testing.T) {
 		}
 	}
 
-	h := newTestHandler(t, Settings{}, newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {}))
+	h := newTestHandler(t, Settings{}, http.NotFoundHandler())
 	var text bytes.Buffer
 	if err := writeMetrics(h.e, &text); err != nil {
 		t.Fatal(err)
