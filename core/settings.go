@@ -144,32 +144,29 @@ func (s Settings) withDefaults() Settings {
 	if s.MaxEntrySize > s.MaxSize {
 		s.MaxEntrySize = s.MaxSize
 	}
-	if s.OriginTimeout <= 0 {
-		s.OriginTimeout = DefaultOriginTimeout
+	durations := []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&s.OriginTimeout, DefaultOriginTimeout},
+		{&s.LeaderMaxAge, DefaultLeaderMaxAge},
+		{&s.FollowerMaxWait, DefaultFollowerMaxWait},
+		{&s.HitForMissTTL, DefaultHitForMissTTL},
+		{&s.StoreTimeout, DefaultStoreTimeout},
+		{&s.Clients.BodyIdle, DefaultBodyIdle},
+		{&s.Warm.Timeout, DefaultWarmTimeout},
 	}
-	if s.LeaderMaxAge <= 0 {
-		s.LeaderMaxAge = DefaultLeaderMaxAge
+	for _, d := range durations {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
+	// A flight and a follower's wait are bounded by the fetch they wait for.
 	if s.LeaderMaxAge > s.OriginTimeout {
 		s.LeaderMaxAge = s.OriginTimeout
 	}
-	if s.FollowerMaxWait <= 0 {
-		s.FollowerMaxWait = DefaultFollowerMaxWait
-	}
 	if s.FollowerMaxWait > s.OriginTimeout {
 		s.FollowerMaxWait = s.OriginTimeout
-	}
-	if s.HitForMissTTL <= 0 {
-		s.HitForMissTTL = DefaultHitForMissTTL
-	}
-	if s.StoreTimeout <= 0 {
-		s.StoreTimeout = DefaultStoreTimeout
-	}
-	if s.Clients.BodyIdle <= 0 {
-		s.Clients.BodyIdle = DefaultBodyIdle
-	}
-	if s.Warm.Timeout <= 0 {
-		s.Warm.Timeout = DefaultWarmTimeout
 	}
 	// One spelling of each scope ("" and "Host" are "host"): the engine compares breaker
 	// settings across reloads, and finds breakers with ScopeKey under this scope.

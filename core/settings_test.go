@@ -52,6 +52,9 @@ func TestSettingsDefaults(t *testing.T) {
 				s.HitForMissTTL != DefaultHitForMissTTL || s.OriginTimeout != DefaultOriginTimeout || s.StoreTimeout != DefaultStoreTimeout {
 				t.Errorf("durations = %+v, want the defaults", s)
 			}
+			if s.Clients.BodyIdle != DefaultBodyIdle || s.Warm.Timeout != DefaultWarmTimeout {
+				t.Errorf("clients.bodyIdle, warm.timeout = %s, %s; want %s, %s", s.Clients.BodyIdle, s.Warm.Timeout, DefaultBodyIdle, DefaultWarmTimeout)
+			}
 			if s.DefaultTTL != 0 {
 				t.Errorf("DefaultTTL = %s, want 0: no TTL invented", s.DefaultTTL)
 			}
