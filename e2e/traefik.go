@@ -66,6 +66,9 @@ type Options struct {
 	// (entryPoints.web.http.middlewares), such as a preset of the provider plugin
 	// ("weir-api@plugin-weirp"); nil: none.
 	WebMiddlewares []string
+	// LocalPlugins are further plugins laid out and declared beside Weir (see LocalPlugin);
+	// nil: none.
+	LocalPlugins []LocalPlugin
 }
 
 func (o Options) withDefaults() Options {
@@ -164,6 +167,9 @@ func (tr *Traefik) prepare() error {
 	if err := CopyPlugin(tr.opts.Root, tr.Dir); err != nil {
 		return err
 	}
+	if err := copyLocalPlugins(tr.opts.LocalPlugins, tr.Dir); err != nil {
+		return err
+	}
 	tr.dynDir = filepath.Join(tr.Dir, "dynamic")
 	if err := os.MkdirAll(tr.dynDir, 0o755); err != nil {
 		return err
@@ -185,6 +191,7 @@ func (tr *Traefik) prepare() error {
 	if err != nil {
 		return err
 	}
+	plugin += localPluginsStatic(tr.opts.LocalPlugins)
 	static := staticConfig(web, api, tr.opts.LogLevel, tr.LogPath, tr.dynDir, tr.opts.TrustForwarded, provider, plugin)
 	if len(tr.opts.WebMiddlewares) > 0 {
 		// The web entry point's section opens with its address; its http section goes
@@ -212,7 +219,8 @@ func (tr *Traefik) failStart(err error) error {
 // the dynamic directory, and Weir as a local plugin that must load (abortOnPluginFailure).
 // The provider throttle is off so a reload is applied as soon as the file changes; a short
 // grace period keeps Stop quick. trust makes the web entry point trust 127.0.0.1's
-// forwarded headers. provider and plugin, from providerStatic, add Weir's provider plugin.
+// forwarded headers. provider and plugin, from providerStatic, add Weir's provider plugin;
+// plugin also carries the entries of Options.LocalPlugins (localPluginsStatic).
 func staticConfig(web, api int, level, logPath, dynDir string, trust bool, provider, plugin string) string {
 	forwarded := ""
 	if trust {

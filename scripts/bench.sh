@@ -2,11 +2,14 @@
 # Measures Weir inside a real Traefik: requests per second through bare Traefik, through
 # Traefik + Weir serving cache hits (on a URL without a query and on one with a query
 # string), and through Traefik + Weir passing answers through, each also as a ratio to bare
-# Traefik. One Traefik, four routers, one local origin; runs interleaved over several
-# rounds, medians printed.
+# Traefik. Beside them, the same three kinds of request through the reference plugin
+# weirlimit (the least an interpreted middleware can do), with Weir's ratio to it; its source
+# is read from -limit (default ../shared/bench/weirlimit from the repository's root), and
+# its routes are skipped when it is absent. One Traefik, a router each, one local origin;
+# runs interleaved over several rounds, medians printed.
 #
 # Usage: scripts/bench.sh [-duration 10s] [-rounds 3] [-connections 32] [-threads 2]
-#                         [-loadgen auto|wrk|go] [-size 1024] [-warmup 2s]
+#                         [-loadgen auto|wrk|go] [-size 1024] [-warmup 2s] [-limit DIR]
 # Env:   WEIR_TRAEFIK     Traefik binary (default: scripts/build-traefik.sh finds or builds it)
 #        BENCH_NO_INSTALL set to 1 to never install wrk (the built-in Go generator is used)
 #

@@ -3,10 +3,16 @@
 // and on one with a query string), and through Traefik + Weir passing uncacheable answers to
 // the origin, each as a ratio to bare Traefik.
 //
-// One Traefik process serves four routers side by side against one local origin; runs are
-// interleaved (bare, hit, hitq, pass, bare, hit, hitq, pass, ...) so drift on the machine
-// falls on all of them alike, and the medians are reported. The load comes from wrk when it
-// is installed, else from a built-in closed-loop generator. scripts/bench.sh runs it.
+// Beside them, when its source is at hand (-limit), the same three kinds of request go
+// through a reference plugin, weirlimit: the least an interpreted middleware can do (a hit
+// writes a stored 1 KiB answer with no lookup; a pass-through, a path holding /ns/, counts
+// the request, sets one header and calls the next handler). Weir's figures are also printed
+// as a ratio to it.
+//
+// One Traefik process serves the routers side by side against one local origin; runs are
+// interleaved (bare, hit, hitq, pass, then the limit's, bare, hit, ...) so drift on the
+// machine falls on all of them alike, and the medians are reported. The load comes from wrk
+// when it is installed, else from a built-in closed-loop generator. scripts/bench.sh runs it.
 package main
 
 import (
@@ -18,10 +24,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/traefik/genconf/dynamic"
 	"github.com/weirproxy/weir/e2e"
 )
 
@@ -42,6 +50,34 @@ var targets = []target{
 	{name: "pass", label: "Traefik + Weir, pass-through (no-store)", path: "/pass/item"},
 }
 
+// The reference plugin, laid out beside Weir as a second local plugin.
+const (
+	limitAlias  = "weirlimit"
+	limitModule = "github.com/weirceo/weirlimit"
+	// limitDefault is where its source is looked for, from the repository's root.
+	limitDefault = "../shared/bench/weirlimit"
+	// limitStatus is the Cache-Status it sets on every answer.
+	limitStatus = "Limit; hit"
+	// limitSize is the length of the answer it stores, whatever -size says.
+	limitSize = 1024
+)
+
+// limitTargets are the limit plugin's routers, measured in the same rounds as targets. Its
+// hits need no origin; its pass-through path holds /ns/ and reaches the same origin, with the
+// same answer, as Weir's.
+var limitTargets = []target{
+	{name: "limit", label: "Traefik + limit plugin, hits", path: "/limit/item"},
+	{name: "limitq", label: "Traefik + limit plugin, hits, query string", path: "/limitq/item?page=2&v=5f3c9a"},
+	{name: "limitpass", label: "Traefik + limit plugin, pass-through", path: "/limitpass/ns/item"},
+}
+
+// pairs sets each kind of request through Weir beside the same kind through the limit plugin.
+var pairs = []struct{ kind, weir, limit string }{
+	{kind: "hit", weir: "hit", limit: "limit"},
+	{kind: "hit with a query", weir: "hitq", limit: "limitq"},
+	{kind: "pass-through", weir: "pass", limit: "limitpass"},
+}
+
 type options struct {
 	traefik     string
 	pluginRoot  string
@@ -52,6 +88,7 @@ type options struct {
 	threads     int
 	loadgen     string
 	size        int
+	limit       string
 }
 
 func main() {
@@ -64,11 +101,12 @@ func run() int {
 	flag.StringVar(&o.pluginRoot, "plugin-root", "", "directory holding the plugin source (default: this repository)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of one measured run")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load on each router before the rounds")
-	flag.IntVar(&o.rounds, "rounds", 3, "rounds of (bare, hit, hitq, pass) runs; the medians are reported")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of (bare, hit, hitq, pass, limit, limitq, limitpass) runs; the medians are reported")
 	flag.IntVar(&o.connections, "connections", 32, "keep-alive connections")
 	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
 	flag.StringVar(&o.loadgen, "loadgen", "auto", "load generator: wrk, go, or auto (wrk if installed)")
 	flag.IntVar(&o.size, "size", 1024, "answer body size in bytes")
+	flag.StringVar(&o.limit, "limit", "", "directory holding the limit plugin's source (go.mod, .traefik.yml, limit.go); its routes are skipped when it is absent (default "+limitDefault+" from the repository's root)")
 	flag.Parse()
 	if o.rounds < 1 || o.connections < 1 || o.threads < 1 || o.duration <= 0 || o.size < 0 {
 		fmt.Fprintln(os.Stderr, "weirbench: -rounds, -connections and -threads must be positive, -duration too")
@@ -97,6 +135,13 @@ func bench(ctx context.Context, o options) error {
 	if o.pluginRoot == "" {
 		o.pluginRoot = root
 	}
+	if o.limit == "" {
+		o.limit = filepath.Join(root, filepath.FromSlash(limitDefault))
+	}
+	withLimit := false
+	if st, err := os.Stat(o.limit); err == nil && st.IsDir() {
+		withLimit = true
+	}
 	gen, err := pickLoadgen(o)
 	if err != nil {
 		return err
@@ -109,6 +154,7 @@ func bench(ctx context.Context, o options) error {
 	origin.Handle("/hit/item", answer("max-age=3600", body))
 	origin.Handle("/hitq/item", answer("max-age=3600", body))
 	origin.Handle("/pass/item", answer("no-store", body))
+	origin.Handle("/limitpass/ns/item", answer("no-store", body))
 
 	conf := map[string]interface{}{
 		"cache": map[string]interface{}{"maxSize": "64MiB", "maxEntrySize": "2MiB"},
@@ -122,8 +168,22 @@ func bench(ctx context.Context, o options) error {
 		},
 		Middlewares: map[string]map[string]interface{}{"weir-bench": conf},
 	}
+	opts := e2e.Options{Binary: o.traefik, Root: o.pluginRoot, LogLevel: "ERROR"}
+	all := targets
+	if withLimit {
+		all = append(append([]target(nil), targets...), limitTargets...)
+		opts.LocalPlugins = []e2e.LocalPlugin{{Alias: limitAlias, ModuleName: limitModule, Dir: o.limit}}
+		dyn.Routes = append(dyn.Routes,
+			e2e.Route{Name: "limit", Rule: "PathPrefix(`/limit/`)", Middleware: "limit-bench"},
+			e2e.Route{Name: "limitq", Rule: "PathPrefix(`/limitq/`)", Middleware: "limit-bench"},
+			e2e.Route{Name: "limitpass", Rule: "PathPrefix(`/limitpass/`)", Middleware: "limit-bench"},
+		)
+		dyn.Builtin = map[string]*dynamic.Middleware{
+			"limit-bench": {Plugin: map[string]dynamic.PluginConf{limitAlias: {}}},
+		}
+	}
 	began := time.Now()
-	tr, err := e2e.Start(e2e.Options{Binary: o.traefik, Root: o.pluginRoot, LogLevel: "ERROR"}, origin.URL, dyn)
+	tr, err := e2e.Start(opts, origin.URL, dyn)
 	if err != nil {
 		return err
 	}
@@ -134,6 +194,18 @@ func bench(ctx context.Context, o options) error {
 	}()
 	fmt.Printf("traefik %s ready in %v; load: %s, %d connections, %v per run, %d rounds, %d-byte answers\n",
 		o.traefik, time.Since(began).Round(time.Millisecond), gen.describe(), o.connections, o.duration, o.rounds, o.size)
+	if withLimit {
+		if err := checkLimit(tr, origin, body); err != nil {
+			return fmt.Errorf("limit plugin from %s: %w\n%s", o.limit, err, tr.LogTail(20))
+		}
+		note := ""
+		if o.size != limitSize {
+			note = fmt.Sprintf(" (its hits are %d bytes, not -size's %d)", limitSize, o.size)
+		}
+		fmt.Printf("limit plugin %s from %s: routes limit, limitq, limitpass%s\n", limitModule, o.limit, note)
+	} else {
+		fmt.Printf("no limit plugin at %s: its routes are skipped (-limit DIR names its source)\n", o.limit)
+	}
 
 	for _, t := range targets {
 		if !t.hit {
@@ -143,7 +215,7 @@ func bench(ctx context.Context, o options) error {
 			fmt.Printf("warning: %v: the %s figures measure something else than Weir's hits\n", err, t.name)
 		}
 	}
-	for _, t := range targets {
+	for _, t := range all {
 		if _, err := gen.run(ctx, tr.URL(t.path), o.warmup); err != nil {
 			return fmt.Errorf("warm-up %s: %w", t.name, err)
 		}
@@ -155,7 +227,7 @@ func bench(ctx context.Context, o options) error {
 	cpus := make(map[string][]float64)
 	for r := 1; r <= o.rounds; r++ {
 		line := fmt.Sprintf("round %d:", r)
-		for _, t := range targets {
+		for _, t := range all {
 			cpuBefore, cpuErr := e2e.ProcessCPU(tr.Pid())
 			rate, err := gen.run(ctx, tr.URL(t.path), o.duration)
 			if err != nil {
@@ -175,16 +247,74 @@ func bench(ctx context.Context, o options) error {
 
 	bare := e2e.Median(rates["bare"])
 	fmt.Printf("median of %d rounds:\n", o.rounds)
-	for _, t := range targets {
+	for _, t := range all {
 		m := e2e.Median(rates[t.name])
-		ratio := 0.0
-		if bare > 0 {
-			ratio = m / bare
-		}
-		fmt.Printf("  %-42s %10.0f req/s  %5.2fx bare  Traefik CPU %4.0fµs per answer\n", t.label, m, ratio, e2e.Median(cpus[t.name]))
+		fmt.Printf("  %-42s %10.0f req/s  %5.2fx bare  Traefik CPU %4.0fµs per answer\n", t.label, m, ratio(m, bare), e2e.Median(cpus[t.name]))
 	}
-	fmt.Printf("origin requests: bare %d, hit %d, hitq %d, pass %d\n",
+	if withLimit {
+		fmt.Println("Weir against the limit plugin (medians):")
+		for _, p := range pairs {
+			weir, limit := e2e.Median(rates[p.weir]), e2e.Median(rates[p.limit])
+			fmt.Printf("  %s: weir %.2fx bare, limit %.2fx bare, weir/limit %.2f; Traefik CPU per answer weir %.0fµs, limit %.0fµs\n",
+				p.kind, ratio(weir, bare), ratio(limit, bare), ratio(weir, limit), e2e.Median(cpus[p.weir]), e2e.Median(cpus[p.limit]))
+		}
+	}
+	counts := fmt.Sprintf("origin requests: bare %d, hit %d, hitq %d, pass %d",
 		origin.Count("/bare/item"), origin.Count("/hit/item"), origin.Count("/hitq/item"), origin.Count("/pass/item"))
+	if withLimit {
+		counts += fmt.Sprintf(", limit %d, limitq %d, limitpass %d",
+			origin.Count("/limit/item"), origin.Count("/limitq/item"), origin.Count("/limitpass/ns/item"))
+	}
+	fmt.Println(counts)
+	return nil
+}
+
+// ratio is a / b, zero when b is.
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+// checkLimit checks the limit plugin loaded and serves its routes: its hits answer 200 with
+// its Cache-Status and its stored answer, without the origin; its pass-through answers with
+// the origin's body, and the origin sees the request.
+func checkLimit(tr *e2e.Traefik, origin *e2e.Origin, body string) error {
+	for _, t := range limitTargets {
+		passes := strings.Contains(t.path, "/ns/")
+		path := t.path
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		before := origin.Count(path)
+		resp, err := tr.Client().Get(tr.URL(t.path))
+		if err != nil {
+			return err
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", t.path, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s answered %d: %.200q", t.path, resp.StatusCode, got)
+		}
+		if cs := resp.Header.Get("Cache-Status"); cs != limitStatus {
+			return fmt.Errorf("GET %s: Cache-Status %q, want %q", t.path, cs, limitStatus)
+		}
+		reached := origin.Count(path) - before
+		switch {
+		case passes && string(got) != body:
+			return fmt.Errorf("GET %s: a %d-byte body, not the origin's", t.path, len(got))
+		case passes && reached != 1:
+			return fmt.Errorf("GET %s: the origin saw %d requests, want 1", t.path, reached)
+		case !passes && len(got) != limitSize:
+			return fmt.Errorf("GET %s: a %d-byte body, want the stored %d", t.path, len(got), limitSize)
+		case !passes && reached != 0:
+			return fmt.Errorf("GET %s: the origin saw %d requests, want none", t.path, reached)
+		}
+	}
 	return nil
 }
 
