@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weirproxy/weir/core/entry"
 )
 
 // Layout 3 (encodingBlocks): an entry read from a shared store is decoded on every lookup
@@ -239,7 +241,7 @@ func decodeBlocks(b []byte) (*Entry, error) {
 			return nil, invalidEntry("a body in an entry without an answer")
 		}
 		e.Body = b[i:len(b):len(b)]
-		e.bodyPrefix = i
+		e.BodyPrefix = i
 	} else if i != len(b) {
 		return nil, malformed("body bytes without a body", i)
 	}
@@ -360,11 +362,11 @@ func blockTags(e *Entry, tb string, answer bool) error {
 		return invalidEntry("tags in an entry without an answer")
 	}
 	tags := strings.Split(tb, "\n")
-	if len(tags) > MaxTags {
-		return invalidEntry(fmt.Sprintf("%d tags, over %d", len(tags), MaxTags))
+	if len(tags) > entry.MaxTags {
+		return invalidEntry(fmt.Sprintf("%d tags, over %d", len(tags), entry.MaxTags))
 	}
 	for _, t := range tags {
-		if !ValidTag(t) {
+		if !entry.ValidTag(t) {
 			return invalidEntry(fmt.Sprintf("tag %.64q", t))
 		}
 	}

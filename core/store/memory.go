@@ -79,6 +79,14 @@ type memItem struct {
 	indexed bool
 }
 
+// The heap of a 64-bit platform, as entry.Entry.Size counts it: a string header, and a map's
+// header and table directory with the fewest slots a map has.
+const (
+	stringHeader = 16
+	mapHeader    = 112
+	minMapSlots  = 8
+)
+
 // itemHeap is what the store holds for each entry besides the entry and its key's bytes: the
 // memItem (50 bytes, in a 64-byte class) and a slot of items (a string header and a pointer,
 // in a map at least half full after it doubles).
