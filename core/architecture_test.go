@@ -1,0 +1,218 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The rules the code is held to that live in prose: which package may import which
+// (ARCHITECTURE.md, "Who may import whom"). The test reads the repository's files from its
+// root, which it finds above the working directory: the package's folder under go test, the
+// repository's root under scripts/yaegi-test.sh. It runs alike compiled and under Yaegi:
+// go/parser is compiled code the interpreter calls.
+
+// modulePath is the root module's path; importRulesHeading opens the section of
+// ARCHITECTURE.md that holds the import rules.
+const (
+	modulePath         = "github.com/weirproxy/weir"
+	importRulesHeading = "## Who may import whom"
+)
+
+// repoRoot is the nearest folder at or above the working directory whose go.mod declares
+// modulePath (e2e/ and testmod/ hold modules of their own).
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(data), "module "+modulePath+"\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod of " + modulePath + " above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// tableRows returns the cells of each row of the Markdown tables in text, less each table's
+// header (the row above its separator) and separator.
+func tableRows(text string) [][]string {
+	var rows [][]string
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "|") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for j := range cells {
+			cells[j] = strings.TrimSpace(cells[j])
+		}
+		if strings.Trim(cells[0], "-: ") == "" && len(rows) > 0 {
+			rows = rows[:len(rows)-1] // the separator, under the header
+			continue
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+// importRule is one row of the import table: the packages of Weir a package may import, or
+// every package under core/ but itself.
+type importRule struct {
+	everyLeaf bool
+	allowed   map[string]bool
+}
+
+// readImportRules parses the table under importRulesHeading, the section ARCHITECTURE.md
+// ends with: rows "| core/x | (standard library only) |", "| core/x | core/a, core/b |" or
+// "| core (the engine) | every leaf |", keyed by the first word of the first cell.
+func readImportRules(root string) (map[string]importRule, error) {
+	data, err := os.ReadFile(filepath.Join(root, "ARCHITECTURE.md"))
+	if err != nil {
+		return nil, err
+	}
+	text := string(data)
+	at := strings.Index(text, "\n"+importRulesHeading+"\n")
+	if at < 0 {
+		return nil, errors.New("ARCHITECTURE.md has no section " + importRulesHeading)
+	}
+	section := text[at+1:]
+	if end := strings.Index(section[len(importRulesHeading):], "\n#"); end >= 0 {
+		section = section[:len(importRulesHeading)+end]
+	}
+	rows := tableRows(section)
+	rules := make(map[string]importRule)
+	for _, cells := range rows {
+		if len(cells) < 2 || cells[0] == "" {
+			return nil, fmt.Errorf("%s: row %q has no package and rule", importRulesHeading, cells)
+		}
+		pkg := strings.Fields(cells[0])[0]
+		if _, dup := rules[pkg]; dup {
+			return nil, fmt.Errorf("%s: two rows for %s", importRulesHeading, pkg)
+		}
+		rule := importRule{allowed: make(map[string]bool)}
+		switch cells[1] {
+		case "every leaf":
+			rule.everyLeaf = true
+		case "(standard library only)":
+		default:
+			for _, p := range strings.Split(cells[1], ",") {
+				p = strings.TrimSpace(p)
+				if !strings.HasPrefix(p, "core/") || strings.ContainsAny(p, " ()") {
+					return nil, fmt.Errorf("%s: %s may import %q: not a package under core/", importRulesHeading, pkg, p)
+				}
+				rule.allowed[p] = true
+			}
+		}
+		rules[pkg] = rule
+	}
+	return rules, nil
+}
+
+// goPackages returns, for each folder under dir holding a non-test .go file, the folder
+// relative to root ("core", "core/limit") and those files. testdata folders and folders
+// whose names begin with "." or "_" hold no package, as for the go command.
+func goPackages(root, dir string, into map[string][]string) error {
+	ents, err := os.ReadDir(filepath.Join(root, dir))
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() {
+			if name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				continue
+			}
+			if err := goPackages(root, dir+"/"+name, into); err != nil {
+				return err
+			}
+			continue
+		}
+		if strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+			into[dir] = append(into[dir], dir+"/"+name)
+		}
+	}
+	return nil
+}
+
+// TestLeafImports holds every package under core/ to its row of ARCHITECTURE.md's import
+// table: its non-test files import no package of Weir the row does not name, and a package
+// without a row, or a row without a package, fails.
+func TestLeafImports(t *testing.T) {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := readImportRules(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := make(map[string][]string)
+	if err := goPackages(root, "core", pkgs); err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 2 {
+		t.Fatalf("found %d packages under core/ from %s: the walk is broken", len(pkgs), root)
+	}
+	var names []string
+	for pkg := range pkgs {
+		names = append(names, pkg)
+	}
+	sort.Strings(names)
+	fset := token.NewFileSet()
+	for _, pkg := range names {
+		rule, ok := rules[pkg]
+		if !ok {
+			t.Errorf("%s has no row in ARCHITECTURE.md's %q table", pkg, importRulesHeading)
+			continue
+		}
+		for _, file := range pkgs[pkg] {
+			f, err := parser.ParseFile(fset, filepath.Join(root, file), nil, parser.ImportsOnly)
+			if err != nil {
+				t.Errorf("%s: %v", file, err)
+				continue
+			}
+			for _, spec := range f.Imports {
+				path, err := strconv.Unquote(spec.Path.Value)
+				if err != nil {
+					t.Errorf("%s: import %s: %v", file, spec.Path.Value, err)
+					continue
+				}
+				var dep string
+				switch {
+				case path == modulePath:
+					dep = "the plugin package (" + modulePath + ")"
+				case strings.HasPrefix(path, modulePath+"/"):
+					dep = strings.TrimPrefix(path, modulePath+"/")
+				default:
+					continue // the standard library or a vendored module
+				}
+				if rule.allowed[dep] {
+					continue
+				}
+				if rule.everyLeaf && strings.HasPrefix(dep, "core/") && dep != pkg {
+					continue
+				}
+				t.Errorf("%s imports %s, which ARCHITECTURE.md's %q table does not allow %s",
+					file, dep, importRulesHeading, pkg)
+			}
+		}
+	}
+	for pkg := range rules {
+		if _, ok := pkgs[pkg]; !ok {
+			t.Errorf("ARCHITECTURE.md's %q table has a row for %s, which is no package", importRulesHeading, pkg)
+		}
+	}
+}
