@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,10 +15,11 @@ import (
 )
 
 // The rules the code is held to that live in prose: which package may import which
-// (ARCHITECTURE.md, "Who may import whom"). The test reads the repository's files from its
-// root, which it finds above the working directory: the package's folder under go test, the
-// repository's root under scripts/yaegi-test.sh. It runs alike compiled and under Yaegi:
-// go/parser is compiled code the interpreter calls.
+// (ARCHITECTURE.md, "Who may import whom") and what each cited requirement id means
+// (docs/requirements.md). Both tests read the repository's files from its root, which they
+// find above the working directory: the package's folder under go test, the repository's
+// root under scripts/yaegi-test.sh. Both run alike compiled and under Yaegi: go/parser and
+// regexp are compiled code the interpreter calls.
 
 // modulePath is the root module's path; importRulesHeading opens the section of
 // ARCHITECTURE.md that holds the import rules.
@@ -215,4 +217,147 @@ func TestLeafImports(t *testing.T) {
 			t.Errorf("ARCHITECTURE.md's %q table has a row for %s, which is no package", importRulesHeading, pkg)
 		}
 	}
+}
+
+// requirementID matches a requirement id as the code cites it, alone (FR-LIM-3) or as a
+// range of one area's ids (FR-LIM-1..7).
+var requirementID = regexp.MustCompile(`FR-([A-Z]+)-([0-9]+)(\.\.([0-9]+))?`)
+
+// requirements are the ids docs/requirements.md lists: every table row whose first cell is
+// an id defines it, unless its second cell begins "(unassigned)", which marks a number the
+// requirements skipped (a range may span it; a citation of it alone names nothing).
+type requirements struct {
+	defined, unassigned map[string]bool
+}
+
+// readRequirements parses docs/requirements.md.
+func readRequirements(root string) (requirements, error) {
+	reqs := requirements{defined: make(map[string]bool), unassigned: make(map[string]bool)}
+	data, err := os.ReadFile(filepath.Join(root, "docs", "requirements.md"))
+	if err != nil {
+		return reqs, err
+	}
+	whole := regexp.MustCompile(`^FR-[A-Z]+-[0-9]+$`)
+	for _, cells := range tableRows(string(data)) {
+		if !whole.MatchString(cells[0]) {
+			continue
+		}
+		if len(cells) > 1 && strings.HasPrefix(cells[1], "(unassigned)") {
+			reqs.unassigned[cells[0]] = true
+			continue
+		}
+		reqs.defined[cells[0]] = true
+	}
+	if len(reqs.defined) == 0 {
+		return reqs, errors.New("docs/requirements.md defines no requirement id")
+	}
+	return reqs, nil
+}
+
+// sourceFiles appends to into every .go and .sh file under dir (relative to root), outside
+// vendor/, node_modules/ and .git.
+func sourceFiles(root, dir string, into []string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(root, dir))
+	if err != nil {
+		return into, err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		rel := name
+		if dir != "" {
+			rel = dir + "/" + name
+		}
+		if e.IsDir() {
+			switch name {
+			case "vendor", "node_modules", ".git":
+				continue
+			}
+			into, err = sourceFiles(root, rel, into)
+			if err != nil {
+				return into, err
+			}
+			continue
+		}
+		if strings.HasSuffix(name, ".go") || strings.HasSuffix(name, ".sh") {
+			into = append(into, rel)
+		}
+	}
+	return into, nil
+}
+
+// TestRequirementIDs holds every requirement id cited in the repository's .go and .sh files
+// to docs/requirements.md: an id, or any id of a range, that the page does not define fails,
+// named with its file and line.
+func TestRequirementIDs(t *testing.T) {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := readRequirements(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := sourceFiles(root, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cited := 0
+	for _, file := range files {
+		data, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		if !strings.Contains(text, "FR-") {
+			continue
+		}
+		for i, line := range strings.Split(text, "\n") {
+			for _, m := range requirementID.FindAllStringSubmatch(line, -1) {
+				cited++
+				if msg := checkRequirement(m, reqs); msg != "" {
+					t.Errorf("%s:%d: %s", file, i+1, msg)
+				}
+			}
+		}
+	}
+	if cited == 0 {
+		t.Fatalf("no requirement id cited in %d files under %s: the scan is broken", len(files), root)
+	}
+}
+
+// checkRequirement returns what is wrong with one citation m of requirementID (its whole
+// match, area, first number, range suffix and last number), or "".
+func checkRequirement(m []string, reqs requirements) string {
+	if m[3] == "" {
+		id := m[0]
+		if reqs.defined[id] {
+			return ""
+		}
+		if reqs.unassigned[id] {
+			return id + " is unassigned in docs/requirements.md"
+		}
+		return id + " is not defined in docs/requirements.md"
+	}
+	from, err := strconv.Atoi(m[2])
+	if err != nil {
+		return m[0] + ": " + err.Error()
+	}
+	to, err := strconv.Atoi(m[4])
+	if err != nil {
+		return m[0] + ": " + err.Error()
+	}
+	if to <= from {
+		return m[0] + " is no range"
+	}
+	var missing []string
+	for n := from; n <= to; n++ {
+		id := "FR-" + m[1] + "-" + strconv.Itoa(n)
+		if !reqs.defined[id] && !reqs.unassigned[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return m[0] + " spans " + strings.Join(missing, ", ") + ", not defined in docs/requirements.md"
+	}
+	return ""
 }
