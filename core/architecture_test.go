@@ -96,6 +96,9 @@ func readImportRules(root string) (map[string]importRule, error) {
 	}
 	rows := tableRows(section)
 	rules := make(map[string]importRule)
+	// The rows run from the bottom up: a row names only packages of the rows above it, so
+	// the table holds no cycle.
+	above := make(map[string]bool)
 	for _, cells := range rows {
 		if len(cells) < 2 || cells[0] == "" {
 			return nil, fmt.Errorf("%s: row %q has no package and rule", importRulesHeading, cells)
@@ -115,10 +118,14 @@ func readImportRules(root string) (map[string]importRule, error) {
 				if !strings.HasPrefix(p, "core/") || strings.ContainsAny(p, " ()") {
 					return nil, fmt.Errorf("%s: %s may import %q: not a package under core/", importRulesHeading, pkg, p)
 				}
+				if !above[p] {
+					return nil, fmt.Errorf("%s: %s may import %s, which has no row above it", importRulesHeading, pkg, p)
+				}
 				rule.allowed[p] = true
 			}
 		}
 		rules[pkg] = rule
+		above[pkg] = true
 	}
 	return rules, nil
 }

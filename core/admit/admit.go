@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/weirproxy/weir/core/setting"
 )
 
 // Verdicts of Enter.
@@ -100,15 +102,9 @@ func (s Settings) withDefaults() Settings {
 	if s.LimitInFlight == 0 {
 		s.LimitInFlight = limitMultiple * s.KneeInFlight
 	}
-	if s.LagKnee == 0 {
-		s.LagKnee = DefaultLagKnee
-	}
-	if s.LagLimit == 0 {
-		s.LagLimit = DefaultLagLimit
-	}
-	if s.MaxNames == 0 {
-		s.MaxNames = DefaultMaxNames
-	}
+	s.LagKnee = setting.Duration(s.LagKnee, DefaultLagKnee)
+	s.LagLimit = setting.Duration(s.LagLimit, DefaultLagLimit)
+	s.MaxNames = setting.Int(s.MaxNames, DefaultMaxNames)
 	return s
 }
 
