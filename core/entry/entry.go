@@ -91,7 +91,7 @@ type Entry struct {
 
 	// Hot holds what the hit path reads, derived from the fields above by Prepare: plain
 	// integers and slices, because in Yaegi each call into compiled code (time.Time's
-	// methods, a map iteration step) costs a fraction of a microsecond. Zero until Prepare.
+	// methods, a map iteration step) goes through reflection. Zero until Prepare.
 	Hot Hot
 }
 

@@ -12,14 +12,13 @@ import (
 	"github.com/weirproxy/weir/core/entry"
 )
 
-// Layout 3 (encodingBlocks): an entry read from a shared store is decoded on every lookup
-// that misses the near cache, interpreted, where each node the interpreter walks costs
-// 1,000 to 2,000 instructions and a call into compiled code two or three times that
-// (docs/yaegi.md). Layouts 1 and 2 give every string its own length, so reading them takes
-// a dozen interpreted steps a header field; layout 3 puts each kind of string in one block
-// that one compiled call splits (strings.Split), and every number at a fixed offset, so
-// that Decode takes two steps a header field (its map entry and its slice), and none per
-// byte.
+// Layout 3 (encodingBlocks): an entry read from a shared store is decoded on every lookup that
+// misses the near cache, interpreted, where each node the interpreter walks costs, and a call
+// into compiled code more (docs/yaegi.md). Layouts 1 and 2 give every string its own length,
+// so reading them takes a dozen interpreted steps a header field; layout 3 puts each kind of
+// string in one block that one compiled call splits (strings.Split), and every number at a
+// fixed offset, so that Decode takes two steps a header field (its map entry and its slice),
+// and none per byte.
 //
 //	byte       version (3)
 //	byte       flags, as in layout 1
@@ -132,7 +131,7 @@ func encodeBlocks(e *Entry, names []string) []byte {
 
 // blocksFixed is layout 3's fixed part, which decodeBlocks reads with one compiled call
 // (binary.Read): under Yaegi, reading its nine numbers with binary.BigEndian's methods, each
-// call with its slice expression and conversion, cost 2.5 times as much.
+// call with its slice expression and conversion, costs more.
 type blocksFixed struct {
 	Version, Flags, Times             uint8
 	Status                            uint16

@@ -114,7 +114,7 @@ var (
 // before layout 3.
 //
 // Encode and Decode are written out in few functions, without helper calls per field:
-// under Yaegi each call costs microseconds, and the entry's shape is small and fixed.
+// under Yaegi each call allocates its frame, and the entry's shape is small and fixed.
 func Encode(e *Entry) []byte {
 	names := make([]string, 0, len(e.Header))
 	for k := range e.Header {
