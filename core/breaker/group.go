@@ -174,6 +174,11 @@ func (g *Group) evict(now time.Time) {
 	b.mu.Unlock()
 }
 
+// pushFront and unlink are a copy of the list code that core/neg, core/limit and core/store
+// write out too (ARCHITECTURE.md, "Linked lists"), kept on purpose: Yaegi has no generics, so
+// shared list code would hold interface{} values, container/list's shape: an allocation beside
+// each element and a type assertion on every read.
+//
 // pushFront makes n the most recently used. g.mu must be held.
 func (g *Group) pushFront(n *node) {
 	n.prev = nil

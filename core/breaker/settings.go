@@ -3,10 +3,11 @@ package breaker
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/rand"
 	"strings"
 	"time"
+
+	"github.com/weirproxy/weir/core/setting"
 )
 
 // Defaults applied to zero Settings fields.
@@ -172,15 +173,15 @@ func (s Settings) validateFields() error {
 	}{
 		{s.Window == 0 || s.Window >= 10*time.Millisecond, "breaker.window", s.Window, "must be at least 10ms"},
 		{s.MinRequests >= 0, "breaker.minRequests", s.MinRequests, ruleNotNegative},
-		{isRatio(s.FailureRatio), "breaker.failureRatio", s.FailureRatio, ruleRatio},
+		{setting.IsRatio(s.FailureRatio), "breaker.failureRatio", s.FailureRatio, ruleRatio},
 		{s.OpenFor >= 0, "breaker.openFor", s.OpenFor, ruleNotNegative},
 		{s.MaxOpenFor >= 0, "breaker.maxOpenFor", s.MaxOpenFor, ruleNotNegative},
-		{isRatio(s.Jitter) && s.Jitter < 1, "breaker.jitter", s.Jitter, "must be at least 0 and less than 1"},
+		{setting.IsRatio(s.Jitter) && s.Jitter < 1, "breaker.jitter", s.Jitter, "must be at least 0 and less than 1"},
 		{s.ProbeTimeout >= 0, "breaker.probeTimeout", s.ProbeTimeout, ruleNotNegative},
 		{s.MaxBreakers >= 0, "breaker.maxBreakers", s.MaxBreakers, ruleNotNegative},
 		{s.ConsecutiveFailures >= 0, "breaker.consecutiveFailures", s.ConsecutiveFailures, ruleNotNegative},
 		{s.SlowCall >= 0, "breaker.slowCall", s.SlowCall, ruleNotNegative},
-		{isRatio(s.SlowCallRatio), "breaker.slowCallRatio", s.SlowCallRatio, ruleRatio},
+		{setting.IsRatio(s.SlowCallRatio), "breaker.slowCallRatio", s.SlowCallRatio, ruleRatio},
 		{s.Probes >= 0, "breaker.probes", s.Probes, ruleNotNegative},
 		{s.ProbeInterval >= 0, "breaker.probeInterval", s.ProbeInterval, ruleNotNegative},
 	}
@@ -199,11 +200,6 @@ const (
 	ruleRatio       = "must be between 0 and 1"
 )
 
-// isRatio tells whether r is a number from 0 to 1.
-func isRatio(r float64) bool {
-	return !math.IsNaN(r) && r >= 0 && r <= 1
-}
-
 // checkMaxOpenFor reports a cap on the open period below the period it caps.
 func checkMaxOpenFor(openFor, maxOpenFor time.Duration) error {
 	if maxOpenFor < openFor {
@@ -215,39 +211,17 @@ func checkMaxOpenFor(openFor, maxOpenFor time.Duration) error {
 // withDefaults returns s with every zero field set to its default. It is the one place
 // defaults are applied.
 func (s Settings) withDefaults() Settings {
-	if s.Window == 0 {
-		s.Window = DefaultWindow
-	}
-	if s.MinRequests == 0 {
-		s.MinRequests = DefaultMinRequests
-	}
-	if s.FailureRatio == 0 {
-		s.FailureRatio = DefaultFailureRatio
-	}
-	if s.OpenFor == 0 {
-		s.OpenFor = DefaultOpenFor
-	}
-	if s.MaxOpenFor == 0 {
-		s.MaxOpenFor = DefaultMaxOpenFor
-	}
-	if s.Jitter == 0 {
-		s.Jitter = DefaultJitter
-	}
-	if s.ProbeTimeout == 0 {
-		s.ProbeTimeout = DefaultProbeTimeout
-	}
-	if s.MaxBreakers == 0 {
-		s.MaxBreakers = DefaultMaxBreakers
-	}
-	if s.SlowCallRatio == 0 {
-		s.SlowCallRatio = DefaultSlowCallRatio
-	}
-	if s.Probes == 0 {
-		s.Probes = DefaultProbes
-	}
-	if s.ProbeInterval == 0 {
-		s.ProbeInterval = DefaultProbeInterval
-	}
+	s.Window = setting.Duration(s.Window, DefaultWindow)
+	s.MinRequests = setting.Int(s.MinRequests, DefaultMinRequests)
+	s.FailureRatio = setting.Float(s.FailureRatio, DefaultFailureRatio)
+	s.OpenFor = setting.Duration(s.OpenFor, DefaultOpenFor)
+	s.MaxOpenFor = setting.Duration(s.MaxOpenFor, DefaultMaxOpenFor)
+	s.Jitter = setting.Float(s.Jitter, DefaultJitter)
+	s.ProbeTimeout = setting.Duration(s.ProbeTimeout, DefaultProbeTimeout)
+	s.MaxBreakers = setting.Int(s.MaxBreakers, DefaultMaxBreakers)
+	s.SlowCallRatio = setting.Float(s.SlowCallRatio, DefaultSlowCallRatio)
+	s.Probes = setting.Int(s.Probes, DefaultProbes)
+	s.ProbeInterval = setting.Duration(s.ProbeInterval, DefaultProbeInterval)
 	scope, err := ParseScope(s.Scope)
 	if err != nil {
 		scope = ScopeHost

@@ -17,7 +17,7 @@ const controls = "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x
 // of the string searched that is not UTF-8 (and U+FFFD itself): strings.IndexRune, which
 // IndexAny calls for each rune, finds utf8.RuneError at an invalid sequence of the set. So
 // one call into compiled code decides whether a value is written as is, where a second
-// (utf8.ValidString) cost every field about ten allocations under Yaegi.
+// (utf8.ValidString) would cost every field another call and its allocations under Yaegi.
 const notUTF8 = "\xff"
 
 // logfmtSpecial holds what makes a logfmt value quoted and a key rewritten: a space, '=', '"',

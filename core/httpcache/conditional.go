@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/core/entry"
 )
 
 // Fields a 304 leaves out: the representation's framing (RFC 9110 section 15.4.5).
@@ -23,7 +23,7 @@ func DropForNotModified(hdr http.Header) {
 
 // NotModified evaluates a client's validators against a stored answer (RFC 9110 section
 // 13.2.2): If-None-Match first, If-Modified-Since only without it.
-func NotModified(r *http.Request, ent *store.Entry) bool {
+func NotModified(r *http.Request, ent *entry.Entry) bool {
 	if ent.Status != http.StatusOK {
 		return false
 	}
@@ -54,7 +54,7 @@ func NotModified(r *http.Request, ent *store.Entry) bool {
 // Last-Modified, or without one its Date, or without that the time it was received, Born
 // (RFC 9111 section 4.3.2). A Last-Modified that is not a date reports false: the stored
 // answer's modification date is unknown, and Weir does not guess it.
-func modifiedAt(ent *store.Entry) (time.Time, bool) {
+func modifiedAt(ent *entry.Entry) (time.Time, bool) {
 	if v := ent.Header["Last-Modified"]; len(v) > 0 {
 		lm, err := http.ParseTime(v[0])
 		return lm, err == nil

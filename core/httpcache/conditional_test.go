@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/core/entry"
 )
 
 // RFC 9110 section 13.2.2: If-None-Match first, If-Modified-Since only without it.
@@ -42,7 +42,7 @@ func TestNotModified(t *testing.T) {
 			}
 			r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
 			r.Header = tc.header
-			ent := &store.Entry{Status: status, Header: tc.stored, Born: born}
+			ent := &entry.Entry{Status: status, Header: tc.stored, Born: born}
 			if got := NotModified(r, ent); got != tc.want {
 				t.Errorf("NotModified = %v, want %v", got, tc.want)
 			}

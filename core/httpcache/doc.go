@@ -7,8 +7,8 @@
 //
 // Its functions read requests, answers and stored entries and return values; they hold no
 // state, start nothing, and call no store, origin or clock. It imports the standard library
-// and core/store, for store.Entry, and nothing else of Weir: the engine (package core) calls
-// it, never the other way round.
+// and core/entry, for the stored answer (entry.Entry, which core/store names store.Entry),
+// and nothing else of Weir: the engine (package core) calls it, never the other way round.
 //
 // None of it is on the fresh hit path (core's Handler.ServeHTTP), which builds its key
 // inline: under Yaegi each call is paid on every request.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirproxy/weir/core/entry"
 	"github.com/weirproxy/weir/core/httpcache"
-	"github.com/weirproxy/weir/core/store"
 )
 
 // Yaegi loads Examples without running them (docs/yaegi.md): TestExamplesAsserted checks
@@ -47,7 +47,7 @@ func ExamplePolicy_Storable() {
 }
 
 func ExampleServeRange() {
-	ent := &store.Entry{Status: http.StatusOK, Header: http.Header{}, Body: []byte("hello world")}
+	ent := &entry.Entry{Status: http.StatusOK, Header: http.Header{}, Body: []byte("hello world")}
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
 	r.Header.Set("Range", "bytes=0-4")
 	w := httptest.NewRecorder()
@@ -57,7 +57,7 @@ func ExampleServeRange() {
 }
 
 func ExampleNotModified() {
-	ent := &store.Entry{Status: http.StatusOK, Header: http.Header{"Etag": {`"v1"`}}}
+	ent := &entry.Entry{Status: http.StatusOK, Header: http.Header{"Etag": {`"v1"`}}}
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
 	r.Header.Set("If-None-Match", `W/"v1"`)
 	fmt.Println(httpcache.NotModified(r, ent))
@@ -102,7 +102,7 @@ func TestExamplesAsserted(t *testing.T) {
 		t.Errorf("Storable = %v, %q; want false, %q", ok, reason, httpcache.ReasonCookie)
 	}
 
-	ent := &store.Entry{Status: http.StatusOK, Header: http.Header{}, Body: []byte("hello world")}
+	ent := &entry.Entry{Status: http.StatusOK, Header: http.Header{}, Body: []byte("hello world")}
 	rr := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
 	rr.Header.Set("Range", "bytes=0-4")
 	w := httptest.NewRecorder()
@@ -110,7 +110,7 @@ func TestExamplesAsserted(t *testing.T) {
 		t.Errorf("ServeRange = %v, %d %q %q; want true, 206 \"bytes 0-4/11\" \"hello\"", served, w.Code, w.Header().Get("Content-Range"), w.Body.String())
 	}
 
-	tagged := &store.Entry{Status: http.StatusOK, Header: http.Header{"Etag": {`"v1"`}}}
+	tagged := &entry.Entry{Status: http.StatusOK, Header: http.Header{"Etag": {`"v1"`}}}
 	cr := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
 	cr.Header.Set("If-None-Match", `W/"v1"`)
 	if !httpcache.NotModified(cr, tagged) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/core/entry"
 )
 
 // Status codes a cache may store without explicit freshness and give the operator's
@@ -124,7 +124,7 @@ type Policy struct {
 // to store (hop-by-hop fields and the fields meant for Weir alone removed), for an answer
 // that varies, its Vary names, and the answer's tags (Tags). The entry is not prepared for
 // the hit path (Entry.Prepare).
-func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives, reqTime, respTime time.Time) *store.Entry {
+func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives, reqTime, respTime time.Time) *entry.Entry {
 	date := respTime
 	if d, err := http.ParseTime(h.Get("Date")); err == nil {
 		date = d
@@ -159,7 +159,7 @@ func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives,
 		lifetime = p.DefaultTTL
 	}
 
-	e := &store.Entry{
+	e := &entry.Entry{
 		Status: status,
 		Header: storedHeader(h, body),
 		Body:   body,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirproxy/weir/core/entry"
 	"github.com/weirproxy/weir/core/store"
 	"github.com/weirproxy/weir/internal/querytest"
 )
@@ -291,16 +292,16 @@ func TestTagsSeeds(t *testing.T) {
 	}
 }
 
-// checkTagsProps holds Tags' properties: at most store.MaxTags tags, each valid (so that
+// checkTagsProps holds Tags' properties: at most entry.MaxTags tags, each valid (so that
 // the codec takes the entry), none twice, each found in one of the fields as a whole member.
 func checkTagsProps(t *testing.T, keys, tags string) {
 	got := Tags(http.Header{"Surrogate-Key": {keys}, "Cache-Tag": {tags}})
-	if len(got) > store.MaxTags {
-		t.Fatalf("Tags(%q, %q): %d tags, over %d", keys, tags, len(got), store.MaxTags)
+	if len(got) > entry.MaxTags {
+		t.Fatalf("Tags(%q, %q): %d tags, over %d", keys, tags, len(got), entry.MaxTags)
 	}
 	seen := map[string]bool{}
 	for _, tag := range got {
-		if !store.ValidTag(tag) {
+		if !entry.ValidTag(tag) {
 			t.Fatalf("Tags(%q, %q): invalid tag %q", keys, tags, tag)
 		}
 		if seen[tag] {
@@ -316,7 +317,7 @@ func checkTagsProps(t *testing.T, keys, tags string) {
 			t.Fatalf("Tags(%q, %q): %q is no member of either field", keys, tags, tag)
 		}
 	}
-	e := &store.Entry{Status: 200, Born: time.Unix(1, 0), FreshUntil: time.Unix(1, 0), KeepUntil: time.Unix(1, 0), Tags: got}
+	e := &entry.Entry{Status: 200, Born: time.Unix(1, 0), FreshUntil: time.Unix(1, 0), KeepUntil: time.Unix(1, 0), Tags: got}
 	if _, err := store.Decode(store.Encode(e)); err != nil {
 		t.Fatalf("Tags(%q, %q) = %q: the codec refuses them: %v", keys, tags, got, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/core/entry"
 )
 
 // Keyer turns requests into cache keys: scheme, host, path and query, with the operator's
@@ -157,7 +157,7 @@ func parseVary(lines []string) (names []string, star bool) {
 
 // GenerationKey is the base of the variant keys of an index entry: the primary key and the
 // index's generation.
-func GenerationKey(key string, idx *store.Entry) string {
+func GenerationKey(key string, idx *entry.Entry) string {
 	return key + "\x00g" + strconv.FormatInt(idx.Born.UnixNano(), 36)
 }
 

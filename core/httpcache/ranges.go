@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/core/entry"
 )
 
 // What a Range field asks of a stored answer (RFC 9110 section 14). Plain int constants,
@@ -44,7 +44,7 @@ func RangeAsked(r *http.Request) bool {
 // Only a GET for a complete 200 is served in part, and only when If-Range holds (RFC 9110
 // section 13.1.5); the client's If-None-Match and If-Modified-Since were answered first
 // (RFC 9110 section 13.2.2).
-func ServeRange(w http.ResponseWriter, r *http.Request, ent *store.Entry) bool {
+func ServeRange(w http.ResponseWriter, r *http.Request, ent *entry.Entry) bool {
 	lines := r.Header["Range"]
 	if r.Method != http.MethodGet || ent.Status != http.StatusOK || len(lines) != 1 {
 		return false

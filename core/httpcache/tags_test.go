@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/core/entry"
 )
 
 func TestTags(t *testing.T) {
-	long := strings.Repeat("x", store.MaxTagLen)
-	many := make([]string, 0, store.MaxTags+10)
-	for i := 0; i < store.MaxTags+10; i++ {
+	long := strings.Repeat("x", entry.MaxTagLen)
+	many := make([]string, 0, entry.MaxTags+10)
+	for i := 0; i < entry.MaxTags+10; i++ {
 		many = append(many, "k"+strconv.Itoa(i))
 	}
 	tests := []struct {
@@ -38,9 +38,9 @@ func TestTags(t *testing.T) {
 		{desc: "longer tag left out whole", header: http.Header{"Surrogate-Key": {"a " + long + "y b"}}, want: []string{"a", "b"}},
 		{desc: "control characters left out", header: http.Header{"Cache-Tag": {"a\x00b,c\x7f,d\re,ok"}}, want: []string{"ok"}},
 		{desc: "tab inside a cache tag left out", header: http.Header{"Cache-Tag": {"a\tb,c"}}, want: []string{"c"}},
-		{desc: "first MaxTags kept", header: http.Header{"Surrogate-Key": {strings.Join(many, " ")}}, want: many[:store.MaxTags]},
-		{desc: "MaxTags across both fields", header: http.Header{"Surrogate-Key": {strings.Join(many[:store.MaxTags-1], " ")}, "Cache-Tag": {"y,z"}},
-			want: append(append([]string(nil), many[:store.MaxTags-1]...), "y")},
+		{desc: "first MaxTags kept", header: http.Header{"Surrogate-Key": {strings.Join(many, " ")}}, want: many[:entry.MaxTags]},
+		{desc: "MaxTags across both fields", header: http.Header{"Surrogate-Key": {strings.Join(many[:entry.MaxTags-1], " ")}, "Cache-Tag": {"y,z"}},
+			want: append(append([]string(nil), many[:entry.MaxTags-1]...), "y")},
 		{desc: "field names as the client canonicalises them only", header: http.Header{"surrogate-key": {"a"}}},
 	}
 	for _, tc := range tests {

@@ -203,13 +203,12 @@ type Slot struct {
 
 // The limiter hands out one style of slot: a *Slot, taken by Take (free at once), Wait (free
 // at once, or after queueing) or TryTake (background work), and given back by Return. They
-// are functions rather than methods, and the slot is no closure: in Yaegi each of those
-// costs microseconds, on every origin request.
+// are functions rather than methods, and the slot is no closure: in Yaegi a method call goes
+// through a reflective wrapper and a closure is allocated, on every origin request.
 
-// Take is Wait's path for a slot free at once, as functions rather than methods and
-// without a closure: in Yaegi each of those costs microseconds, and pass-through requests
-// take a slot each. It returns nil when the request would have to queue; the caller then
-// calls Wait, which queues it.
+// Take is Wait's path for a slot free at once, as functions rather than methods and without a
+// closure, since pass-through requests take a slot each. It returns nil when the request would
+// have to queue; the caller then calls Wait, which queues it.
 //
 // Its body is eligibleLocked and takeLocked written out, with the host cap, off by default,
 // in functions of its own: in Yaegi a call allocates a slot for every value of the callee's

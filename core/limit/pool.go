@@ -81,8 +81,8 @@ func (p *pool) setCaps(c caps) {
 }
 
 // The pool's internals below are functions of p rather than methods: in Yaegi a method call
-// goes through a reflective wrapper and costs four times a function call (docs/yaegi.md), and
-// a queued request makes half a dozen of these calls.
+// goes through a reflective wrapper that a function call does not (docs/yaegi.md), and a
+// queued request makes half a dozen of these calls.
 
 // queueLocked queues s and waits until it holds a slot (nil) or is shed (an error), for
 // the pool's wait bound less spent. It is called with p.mu held and unlocks it.
@@ -134,9 +134,9 @@ func queueLocked(ctx context.Context, p *pool, s *slot, spent time.Duration) err
 			expire(p, s)
 		})
 	}
-	// Yaegi v0.16.1's select was seen to take a case whose channel was not ready, about once
-	// in 30,000: ready is received again (at once when closed), the context is believed only
-	// with its error, and the timer only with a time.
+	// Yaegi v0.16.1's select sometimes takes a case whose channel is not ready
+	// (docs/yaegi.md): ready is received again (at once when closed), the context is believed
+	// only with its error, and the timer only with a time.
 	for {
 		select {
 		case <-s.ready:
@@ -296,6 +296,11 @@ func grantLocked(p *pool) {
 	}
 }
 
+// pushLocked and unlinkLocked are a copy of the list code that core/breaker, core/neg and
+// core/store write out too (ARCHITECTURE.md, "Linked lists"), kept on purpose: Yaegi has no
+// generics, so shared list code would hold interface{} values, container/list's shape: an
+// allocation beside each element and a type assertion on every read.
+//
 // pushLocked appends s to the queue.
 func pushLocked(p *pool, s *slot) {
 	s.prev = p.tail

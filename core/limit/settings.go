@@ -3,6 +3,8 @@ package limit
 import (
 	"fmt"
 	"time"
+
+	"github.com/weirproxy/weir/core/setting"
 )
 
 // Defaults applied to zero Settings fields.
@@ -91,18 +93,10 @@ func (s Settings) Validate() error {
 
 // withDefaults returns s with every zero field replaced by its default.
 func (s Settings) withDefaults() Settings {
-	if s.MaxConcurrent == 0 {
-		s.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if s.MaxQueue == 0 {
-		s.MaxQueue = DefaultMaxQueue
-	}
-	if s.MaxQueueWait == 0 {
-		s.MaxQueueWait = DefaultMaxQueueWait
-	}
-	if s.MaxPerPartition == 0 {
-		s.MaxPerPartition = DefaultMaxPerPartition
-	}
+	s.MaxConcurrent = setting.Int(s.MaxConcurrent, DefaultMaxConcurrent)
+	s.MaxQueue = setting.Int(s.MaxQueue, DefaultMaxQueue)
+	s.MaxQueueWait = setting.Duration(s.MaxQueueWait, DefaultMaxQueueWait)
+	s.MaxPerPartition = setting.Int(s.MaxPerPartition, DefaultMaxPerPartition)
 	if s.MaxQueuePerPartition == 0 {
 		share := s.MaxQueue / queueShareDivisor
 		if share < s.MaxPerPartition {
@@ -113,8 +107,6 @@ func (s Settings) withDefaults() Settings {
 		}
 		s.MaxQueuePerPartition = share
 	}
-	if s.MaxUpload == 0 {
-		s.MaxUpload = DefaultMaxUpload
-	}
+	s.MaxUpload = setting.Int(s.MaxUpload, DefaultMaxUpload)
 	return s
 }

@@ -115,7 +115,7 @@ func New(s Settings) (*Detector, error) {
 //
 // Hit, Miss and AllowFetch are functions rather than methods, and Hit and Miss are two functions
 // rather than one with a flag, because they run on every lookup and Yaegi, which runs Weir in
-// Traefik, charges for each call by its shape: measured with Yaegi v0.16.1, a method call costs
+// Traefik, charges for each call by its shape: in Yaegi v0.16.1 a method call costs
 // several times a function call, and every argument and every value in the body adds to it,
 // whichever branch runs.
 func Hit(d *Detector, partition string) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/weirproxy/weir/core/setting"
 )
 
 // Defaults applied to zero Settings fields (FR-MR-2).
@@ -48,8 +50,7 @@ func (s Settings) Validate() error {
 	if s.MinMisses < 0 {
 		return fmt.Errorf("missRate.minMisses: %d must not be negative", s.MinMisses)
 	}
-	// Written so that NaN fails too.
-	if !(s.Ratio >= 0 && s.Ratio <= 1) {
+	if !setting.IsRatio(s.Ratio) {
 		return fmt.Errorf("missRate.ratio: %v must be between 0 and 1", s.Ratio)
 	}
 	return nil
@@ -57,15 +58,9 @@ func (s Settings) Validate() error {
 
 // withDefaults is the one place where zero fields take their defaults.
 func (s Settings) withDefaults() Settings {
-	if s.Window == 0 {
-		s.Window = DefaultWindow
-	}
-	if s.MinMisses == 0 {
-		s.MinMisses = DefaultMinMisses
-	}
-	if s.Ratio == 0 {
-		s.Ratio = DefaultRatio
-	}
+	s.Window = setting.Duration(s.Window, DefaultWindow)
+	s.MinMisses = setting.Int(s.MinMisses, DefaultMinMisses)
+	s.Ratio = setting.Float(s.Ratio, DefaultRatio)
 	return s
 }
 

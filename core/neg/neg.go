@@ -157,6 +157,11 @@ func (c *Cache) drop(n *node) {
 	delete(c.entries, n.key)
 }
 
+// pushNewest and unlink are a copy of the list code that core/breaker, core/limit and
+// core/store write out too (ARCHITECTURE.md, "Linked lists"), kept on purpose: Yaegi has no
+// generics, so shared list code would hold interface{} values, container/list's shape: an
+// allocation beside each element and a type assertion on every read.
+//
 // pushNewest makes n the newest entry. c.mu must be held.
 func (c *Cache) pushNewest(n *node) {
 	n.newer = nil

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/weirproxy/weir/core/setting"
 )
 
 // Defaults applied to zero Settings fields.
@@ -46,11 +48,7 @@ func (s Settings) Validate() error {
 // withDefaults returns s with every zero field set to its default. It is the one place
 // defaults are applied.
 func (s Settings) withDefaults() Settings {
-	if s.TTL == 0 {
-		s.TTL = DefaultTTL
-	}
-	if s.MaxEntries == 0 {
-		s.MaxEntries = DefaultMaxEntries
-	}
+	s.TTL = setting.Duration(s.TTL, DefaultTTL)
+	s.MaxEntries = setting.Int(s.MaxEntries, DefaultMaxEntries)
 	return s
 }

@@ -155,9 +155,7 @@ func (s *Store) clusterDo(ctx context.Context, timeout time.Duration, cmd string
 // last refreshEvery: a node that cannot be reached answers no MOVED, and only a new map
 // shows the replica that took its slots over.
 func (s *Store) refreshSoon() {
-	now := time.Now().UnixNano()
-	last := atomic.LoadInt64(&s.refreshedAt)
-	if now-last < int64(refreshEvery) || !atomic.CompareAndSwapInt64(&s.refreshedAt, last, now) {
+	if !claimTurn(&s.refreshedAt, refreshEvery) {
 		return
 	}
 	go func() {

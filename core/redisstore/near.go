@@ -15,17 +15,16 @@ import (
 // The near tier: copies of entries read from the server, kept in this process and served
 // without a round trip for as long as the server promises to say when they change.
 //
-// Reading an entry from Redis costs a round trip plus redigo's and Decode's interpreted
-// steps: in Yaegi several hundred microseconds of Traefik's CPU per hit, several times what
-// Traefik spends proxying the request. The near tier makes a repeated hit cost what a hit on
-// the memory store costs. It is correct only with invalidation, so it is kept only while
-// the server tracks Weir's keys for this process (Redis 6 and Valkey: CLIENT TRACKING in
-// broadcasting mode on the key prefix, invalidations pushed to a connection subscribed to
-// __redis__:invalidate). Every write of a key under the prefix, by any Weir, an expiry or an
-// eviction, drops the near copy. While that connection is down the near tier is empty and
-// unused: without tracking no copy can be trusted. (Its owner may keep entries there that
-// the server did not take while the store is lost, store.Fallback; tracking back empties
-// them with the rest.)
+// Reading an entry from Redis costs a round trip plus redigo's and Decode's interpreted steps:
+// in Yaegi more of Traefik's CPU per hit than proxying the request does. The near tier makes a
+// repeated hit cost what a hit on the memory store costs. It is correct only with
+// invalidation, so it is kept only while the server tracks Weir's keys for this process
+// (Redis 6 and Valkey: CLIENT TRACKING in broadcasting mode on the key prefix, invalidations
+// pushed to a connection subscribed to __redis__:invalidate). Every write of a key under the
+// prefix, by any Weir, an expiry or an eviction, drops the near copy. While that connection is
+// down the near tier is empty and unused: without tracking no copy can be trusted. (Its owner
+// may keep entries there that the server did not take while the store is lost, store.Fallback;
+// tracking back empties them with the rest.)
 //
 // A copy read just before its key changes could be stored after the invalidation that
 // should have removed it. A generation counter, moved by every invalidation and by every

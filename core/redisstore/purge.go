@@ -150,8 +150,8 @@ func noScript(err error) bool {
 // setIndexed stores the encoded entry b under key for ms milliseconds, then adds key to the
 // sets of its tags and, for a variant, of its primary key (see store.Memory's index): SET and
 // EVALSHA indexScript in one round trip. The entry goes to the server as SET's argument, not
-// the script's: Lua copies its arguments, and a 4 KiB entry passed through a script cost
-// Redis 66µs against 5µs for SET (64 KiB: 550µs).
+// the script's: Lua copies its arguments, so an entry passed through a script would cost
+// Redis a copy of it on every store.
 //
 // The two are not one atomic step: a purge that runs between them misses the entry, which
 // a purge running while an entry is stored may do (store.Purger). Should the index fail

@@ -361,3 +361,13 @@ func (s *Store) isClosed() bool {
 	s.mu.Unlock()
 	return closed
 }
+
+// claimTurn reports whether the time stored at *at (Unix nanoseconds) is every or more ago,
+// and if so stores now there: of the callers that race for it, one takes each turn. It
+// spaces out the background work a failure asks for (a cluster's slot map read again, the
+// sentinels asked where the primary is).
+func claimTurn(at *int64, every time.Duration) bool {
+	now := time.Now().UnixNano()
+	last := atomic.LoadInt64(at)
+	return now-last >= int64(every) && atomic.CompareAndSwapInt64(at, last, now)
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -175,9 +174,7 @@ func (s *Store) primaryFailed(err error, broken bool) {
 // followSoon asks the sentinels where the primary is, on a goroutine of its own, and moves
 // there; at most once every resolveEvery.
 func (s *Store) followSoon() {
-	now := time.Now().UnixNano()
-	last := atomic.LoadInt64(&s.resolvedAt)
-	if now-last < int64(resolveEvery) || !atomic.CompareAndSwapInt64(&s.resolvedAt, last, now) {
+	if !claimTurn(&s.resolvedAt, resolveEvery) {
 		return
 	}
 	go func() {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weirproxy/weir/core/setting"
 )
 
 // Defaults for Settings.
@@ -80,39 +82,27 @@ type Settings struct {
 // withDefaults checks s and fills in the defaults. Errors name the field as operators write
 // it, and its value.
 func (s Settings) withDefaults() (Settings, error) {
-	ints := []struct {
-		name string
-		v    *int
-		def  int
+	checks := []struct {
+		ok    bool
+		field string
+		value interface{}
 	}{
-		{"store.maxEntrySize", &s.MaxEntrySize, DefaultMaxEntrySize},
-		{"store.maxIdle", &s.MaxIdle, DefaultMaxIdle},
-		{"store.maxActive", &s.MaxActive, DefaultMaxActive},
+		{s.MaxEntrySize >= 0, "store.maxEntrySize", s.MaxEntrySize},
+		{s.MaxIdle >= 0, "store.maxIdle", s.MaxIdle},
+		{s.MaxActive >= 0, "store.maxActive", s.MaxActive},
+		{s.IdleTimeout >= 0, "store.idleTimeout", s.IdleTimeout},
+		{s.Timeout >= 0, "store.timeout", s.Timeout},
 	}
-	for _, f := range ints {
-		if *f.v < 0 {
-			return s, fmt.Errorf("%s: %d: must not be negative", f.name, *f.v)
-		}
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-	}
-	durations := []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"store.idleTimeout", &s.IdleTimeout, DefaultIdleTimeout},
-		{"store.timeout", &s.Timeout, DefaultTimeout},
-	}
-	for _, f := range durations {
-		if *f.v < 0 {
-			return s, fmt.Errorf("%s: %v: must not be negative", f.name, *f.v)
-		}
-		if *f.v == 0 {
-			*f.v = f.def
+	for _, c := range checks {
+		if !c.ok {
+			return s, fmt.Errorf("%s: %v: must not be negative", c.field, c.value)
 		}
 	}
+	s.MaxEntrySize = setting.Int(s.MaxEntrySize, DefaultMaxEntrySize)
+	s.MaxIdle = setting.Int(s.MaxIdle, DefaultMaxIdle)
+	s.MaxActive = setting.Int(s.MaxActive, DefaultMaxActive)
+	s.IdleTimeout = setting.Duration(s.IdleTimeout, DefaultIdleTimeout)
+	s.Timeout = setting.Duration(s.Timeout, DefaultTimeout)
 	if s.KeyPrefix == "" {
 		s.KeyPrefix = DefaultKeyPrefix
 	}

@@ -8,16 +8,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weirproxy/weir/core/entry"
 )
 
-// Layout 3 (encodingBlocks): an entry read from a shared store is decoded on every lookup
-// that misses the near cache, interpreted, where each node the interpreter walks costs
-// 1,000 to 2,000 instructions and a call into compiled code two or three times that
-// (docs/yaegi.md). Layouts 1 and 2 give every string its own length, so reading them takes
-// a dozen interpreted steps a header field; layout 3 puts each kind of string in one block
-// that one compiled call splits (strings.Split), and every number at a fixed offset, so
-// that Decode takes two steps a header field (its map entry and its slice), and none per
-// byte.
+// Layout 3 (encodingBlocks): an entry read from a shared store is decoded on every lookup that
+// misses the near cache, interpreted, where each node the interpreter walks costs, and a call
+// into compiled code more (docs/yaegi.md). Layouts 1 and 2 give every string its own length,
+// so reading them takes a dozen interpreted steps a header field; layout 3 puts each kind of
+// string in one block that one compiled call splits (strings.Split), and every number at a
+// fixed offset, so that Decode takes two steps a header field (its map entry and its slice),
+// and none per byte.
 //
 //	byte       version (3)
 //	byte       flags, as in layout 1
@@ -130,7 +131,7 @@ func encodeBlocks(e *Entry, names []string) []byte {
 
 // blocksFixed is layout 3's fixed part, which decodeBlocks reads with one compiled call
 // (binary.Read): under Yaegi, reading its nine numbers with binary.BigEndian's methods, each
-// call with its slice expression and conversion, cost 2.5 times as much.
+// call with its slice expression and conversion, costs more.
 type blocksFixed struct {
 	Version, Flags, Times             uint8
 	Status                            uint16
@@ -239,7 +240,7 @@ func decodeBlocks(b []byte) (*Entry, error) {
 			return nil, invalidEntry("a body in an entry without an answer")
 		}
 		e.Body = b[i:len(b):len(b)]
-		e.bodyPrefix = i
+		e.BodyPrefix = i
 	} else if i != len(b) {
 		return nil, malformed("body bytes without a body", i)
 	}
@@ -360,11 +361,11 @@ func blockTags(e *Entry, tb string, answer bool) error {
 		return invalidEntry("tags in an entry without an answer")
 	}
 	tags := strings.Split(tb, "\n")
-	if len(tags) > MaxTags {
-		return invalidEntry(fmt.Sprintf("%d tags, over %d", len(tags), MaxTags))
+	if len(tags) > entry.MaxTags {
+		return invalidEntry(fmt.Sprintf("%d tags, over %d", len(tags), entry.MaxTags))
 	}
 	for _, t := range tags {
-		if !ValidTag(t) {
+		if !entry.ValidTag(t) {
 			return invalidEntry(fmt.Sprintf("tag %.64q", t))
 		}
 	}

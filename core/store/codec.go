@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weirproxy/weir/core/entry"
 )
 
 // The binary form of an Entry, for stores outside the process (Redis).
@@ -112,7 +114,7 @@ var (
 // before layout 3.
 //
 // Encode and Decode are written out in few functions, without helper calls per field:
-// under Yaegi each call costs microseconds, and the entry's shape is small and fixed.
+// under Yaegi each call allocates its frame, and the entry's shape is small and fixed.
 func Encode(e *Entry) []byte {
 	names := make([]string, 0, len(e.Header))
 	for k := range e.Header {
@@ -231,9 +233,9 @@ func clampedNano(t time.Time) int64 {
 //   - header field names and Vary names are tokens (RFC 9110 section 5.1), header values
 //     hold no CR, LF or NUL (section 5.5), and a Content-Length field, in any case, is one
 //     value, the body's length in decimal, as Weir writes it;
-//   - an answer carries at most MaxTags tags, each ValidTag (a tag listed twice is accepted:
-//     it costs the index nothing, and finding it would cost every decode); a mark and an
-//     index carry none;
+//   - an answer carries at most entry.MaxTags tags, each entry.ValidTag (a tag listed twice
+//     is accepted: it costs the index nothing, and finding it would cost every decode); a
+//     mark and an index carry none;
 //   - Born, FreshUntil and KeepUntil are present, FreshUntil is not after KeepUntil, nor is a
 //     stale window's end, and an answer or mark is not fresh before it is born (a variant
 //     index's Born names its generation and may be later); every time is within what Encode
@@ -419,7 +421,7 @@ func decodeFast(b []byte) *Entry {
 			return nil
 		}
 		e.Body = b[i:end:end]
-		e.bodyPrefix = i
+		e.BodyPrefix = i
 	} else if size != 0 {
 		return nil
 	}
@@ -607,8 +609,8 @@ func decodeChecked(b []byte) (*Entry, error) {
 		i += n
 		if nt > 0 {
 			e.Tags = make([]string, nt)
-			if nt > MaxTags && invalid == "" {
-				invalid = fmt.Sprintf("%d tags, over %d", nt, MaxTags)
+			if nt > entry.MaxTags && invalid == "" {
+				invalid = fmt.Sprintf("%d tags, over %d", nt, entry.MaxTags)
 			}
 			if !answer && invalid == "" {
 				invalid = "tags in an entry without an answer"
@@ -622,7 +624,7 @@ func decodeChecked(b []byte) (*Entry, error) {
 			i += n
 			e.Tags[j] = string(b[i : i+int(l)])
 			i += int(l)
-			if !ValidTag(e.Tags[j]) && invalid == "" {
+			if !entry.ValidTag(e.Tags[j]) && invalid == "" {
 				invalid = fmt.Sprintf("tag %.64q", e.Tags[j])
 			}
 		}
@@ -635,7 +637,7 @@ func decodeChecked(b []byte) (*Entry, error) {
 	i += n
 	if flags&flagBody != 0 {
 		e.Body = b[i:len(b):len(b)]
-		e.bodyPrefix = i
+		e.BodyPrefix = i
 		if !answer && invalid == "" {
 			invalid = "a body in an entry without an answer"
 		}

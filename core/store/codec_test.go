@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/core/entry"
 )
 
 var codecBorn = time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
@@ -46,7 +48,7 @@ func codecEntries() []struct {
 			Vary:       []string{"Accept"},
 			Tags:       []string{"product-1", "products", "caf\xc3\xa9", "a b", "\xff"},
 		}},
-		{desc: "most and longest tags", e: &Entry{Status: 200, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn, Tags: manyTags(MaxTags, MaxTagLen)}},
+		{desc: "most and longest tags", e: &Entry{Status: 200, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn, Tags: manyTags(entry.MaxTags, entry.MaxTagLen)}},
 		{desc: "full answer in layout 3", e: fullAnswer3()},
 		{desc: "one field of one empty value", e: &Entry{Status: 200, Header: http.Header{"X": {""}}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
 		{desc: "non-canonical content-length", e: &Entry{Status: 200, Header: http.Header{"content-length": {"0"}}, Body: []byte{}, Born: codecBorn, FreshUntil: codecBorn, KeepUntil: codecBorn}},
@@ -448,9 +450,9 @@ func TestDecodeRejectsInvalid(t *testing.T) {
 		{desc: "stale-while-revalidate beyond KeepUntil", in: answer(func(e *Entry) { e.StaleWhileRevalidateUntil = e.KeepUntil.Add(time.Second) })},
 		{desc: "stale-if-error beyond KeepUntil", in: answer(func(e *Entry) { e.StaleIfErrorUntil = e.KeepUntil.Add(time.Second) })},
 		{desc: "times past what Encode writes", in: outOfRange},
-		{desc: "more tags than MaxTags", in: answer(func(e *Entry) { e.Tags = manyTags(MaxTags+1, 4) })},
+		{desc: "more tags than entry.MaxTags", in: answer(func(e *Entry) { e.Tags = manyTags(entry.MaxTags+1, 4) })},
 		{desc: "empty tag", in: answer(func(e *Entry) { e.Tags = []string{"a", ""} })},
-		{desc: "tag over MaxTagLen", in: answer(func(e *Entry) { e.Tags = manyTags(1, MaxTagLen+1) })},
+		{desc: "tag over entry.MaxTagLen", in: answer(func(e *Entry) { e.Tags = manyTags(1, entry.MaxTagLen+1) })},
 		{desc: "tag with CR LF", in: answer(func(e *Entry) { e.Tags = []string{"a\r\nb"} })},
 		{desc: "tag with NUL", in: answer(func(e *Entry) { e.Tags = []string{"a\x00b"} })},
 		{desc: "tag with a tab", in: answer(func(e *Entry) { e.Tags = []string{"a\tb"} })},
@@ -558,9 +560,9 @@ func sameDecoded(got, want *Entry) string {
 		return fmt.Sprintf("Header nil %v, want nil %v", got.Header == nil, want.Header == nil)
 	case (got.Vary == nil) != (want.Vary == nil):
 		return fmt.Sprintf("Vary nil %v, want nil %v", got.Vary == nil, want.Vary == nil)
-	case cap(got.Body) != cap(want.Body) || got.bodyPrefix != want.bodyPrefix || got.Size() != want.Size():
-		return fmt.Sprintf("body cap %d, prefix %d, Size %d; want %d, %d, %d", cap(got.Body), got.bodyPrefix, got.Size(),
-			cap(want.Body), want.bodyPrefix, want.Size())
+	case cap(got.Body) != cap(want.Body) || got.BodyPrefix != want.BodyPrefix || got.Size() != want.Size():
+		return fmt.Sprintf("body cap %d, prefix %d, Size %d; want %d, %d, %d", cap(got.Body), got.BodyPrefix, got.Size(),
+			cap(want.Body), want.BodyPrefix, want.Size())
 	case got.Hot.BornNano != want.Hot.BornNano || got.Hot.FreshNano != want.Hot.FreshNano || got.Hot.KeepNano != want.Hot.KeepNano:
 		return fmt.Sprintf("Hot times %+v, want %+v", got.Hot, want.Hot)
 	case got.Hot.Names == nil || len(got.Hot.Names) != len(want.Hot.Names) || len(got.Hot.Values) != len(got.Hot.Names):
@@ -668,11 +670,11 @@ func entryProblem(e *Entry) string {
 			return fmt.Sprintf("Vary name %q", v)
 		}
 	}
-	if len(e.Tags) > MaxTags {
+	if len(e.Tags) > entry.MaxTags {
 		return fmt.Sprintf("%d tags", len(e.Tags))
 	}
 	for _, tag := range e.Tags {
-		if tag == "" || len(tag) > MaxTagLen || tag[0] == ' ' || tag[len(tag)-1] == ' ' {
+		if tag == "" || len(tag) > entry.MaxTagLen || tag[0] == ' ' || tag[len(tag)-1] == ' ' {
 			return fmt.Sprintf("tag %q", tag)
 		}
 		for i := 0; i < len(tag); i++ {

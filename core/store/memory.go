@@ -37,10 +37,8 @@ type MemorySettings struct {
 // on every Set, Delete, eviction and purge, and are counted in the budget (indexCost). The
 // memory store forgets entries only when it evicts them or is told to: the engine deletes
 // what it finds expired, so nothing expires behind the indexes' back. PurgePrefix has no
-// index: it reads every key, under the lock, once (measured at 25ns a key compiled and 1 to
-// 2µs under yaegi test: a store of 100,000 entries holds its lock, and so every hit, for
-// some 2.5ms compiled, 0.1 to 0.2s interpreted; purges by prefix are an operator's rare
-// request).
+// index: it reads every key, under the lock, once, so a large store holds its lock, and so
+// every hit, for as long as that takes; purges by prefix are an operator's rare request.
 type Memory struct {
 	maxSize, maxEntrySize int64
 
@@ -78,6 +76,14 @@ type memItem struct {
 	// for leaving it when they go.
 	indexed bool
 }
+
+// The heap of a 64-bit platform, as entry.Entry.Size counts it: a string header, and a map's
+// header and table directory with the fewest slots a map has.
+const (
+	stringHeader = 16
+	mapHeader    = 112
+	minMapSlots  = 8
+)
 
 // itemHeap is what the store holds for each entry besides the entry and its key's bytes: the
 // memItem (50 bytes, in a 64-byte class) and a slot of items (a string header and a pointer,
@@ -122,8 +128,8 @@ func NewMemory(s MemorySettings) *Memory {
 }
 
 // Lookup is Get without a context or an error, for the hit path. It is a function, not a
-// method: in Yaegi a method call costs about three times a function call, and this one is
-// on every hit.
+// method: in Yaegi a method call goes through a reflective wrapper that a function call does
+// not, and this one is on every hit.
 func Lookup(m *Memory, key string) *Entry {
 	m.mu.Lock()
 	it := m.items[key]
@@ -383,6 +389,11 @@ func member(idx map[string]map[string]struct{}, name, key string, in bool) {
 	set[key] = struct{}{}
 }
 
+// pushFront and unlink are a copy of the list code that core/breaker, core/limit and core/neg
+// write out too (ARCHITECTURE.md, "Linked lists"), kept on purpose: Yaegi has no generics, so
+// shared list code would hold interface{} values, container/list's shape: an allocation beside
+// each element and a type assertion on every read.
+//
 // pushFront puts it at the head of the list. It must be called with mu held.
 func pushFront(m *Memory, it *memItem) {
 	it.prev = nil
