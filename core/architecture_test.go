@@ -28,26 +28,6 @@ const (
 	importRulesHeading = "## Who may import whom"
 )
 
-// repoRoot is the nearest folder at or above the working directory whose go.mod declares
-// modulePath (e2e/ and testmod/ hold modules of their own).
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(data), "module "+modulePath+"\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod of " + modulePath + " above the working directory")
-		}
-		dir = parent
-	}
-}
-
 // tableRows returns the cells of each row of the Markdown tables in text, less each table's
 // header (the row above its separator) and separator.
 func tableRows(text string) [][]string {
@@ -160,10 +140,7 @@ func goPackages(root, dir string, into map[string][]string) error {
 // table: its non-test files import no package of Weir the row does not name, and a package
 // without a row, or a row without a package, fails.
 func TestLeafImports(t *testing.T) {
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	rules, err := readImportRules(root)
 	if err != nil {
 		t.Fatal(err)
@@ -296,10 +273,7 @@ func sourceFiles(root, dir string, into []string) ([]string, error) {
 // to docs/requirements.md: an id, or any id of a range, that the page does not define fails,
 // named with its file and line.
 func TestRequirementIDs(t *testing.T) {
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	reqs, err := readRequirements(root)
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// repoRoot is the repository's root, found from the working directory up: the package's
-// directory under go test, the root itself under scripts/yaegi-test.sh.
+// repoRoot is the repository's root, the nearest folder at or above the working directory
+// whose go.mod declares modulePath (e2e/ and testmod/ hold modules of their own): the
+// package's directory under go test, the root itself under scripts/yaegi-test.sh.
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	dir, err := os.Getwd()
@@ -21,7 +22,7 @@ func repoRoot(t *testing.T) string {
 	}
 	for {
 		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/weirproxy/weir\n")) {
+		if err == nil && bytes.HasPrefix(mod, []byte("module "+modulePath+"\n")) {
 			return dir
 		}
 		up := filepath.Dir(dir)
