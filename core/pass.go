@@ -181,8 +181,9 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 	switch atomic.LoadInt32(h.notClosed) + atomic.LoadInt32(h.paced) {
 	case 0:
 	default:
-		passOff(h, w, r, part, h.passStatusValue)
-		return
+		if passOff(h, w, r, part, h.passStatusValue) {
+			return
+		}
 	}
 	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
 	if slot == nil {
@@ -220,8 +221,9 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 	case 0:
 	default:
 		// A call with passGated's arguments, so that pass's frame is as without pacing.
-		passOff(h, w, r, part, cacheStatus)
-		return
+		if passOff(h, w, r, part, cacheStatus) {
+			return
+		}
 	}
 
 	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
@@ -236,32 +238,17 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 	h.next.ServeHTTP(w, r)
 }
 
-// passOff is pass when its fast path is off: a breaker that is not closed, or pacing on. A
-// host without pacing behind closed breakers still takes the fast path, written out once
-// more in passFree; the others take passGated, the gate in full.
-func passOff(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
+// passOff is pass when its fast path is off: a breaker that is not closed, or pacing on. It
+// sends r through passGated, the gate in full, and reports true, unless r's host has no
+// pace and every breaker is closed: then r takes pass's fast path all the same.
+func passOff(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) bool {
 	// Not pacing's on: pass found it or a breaker not closed, and with every breaker closed
 	// a host finds no pace while pacing is off.
 	if !breaker.AllClosed(h.e.breakers) || paceOf(h.pacing, r.Host) != nil {
 		passGated(h, w, r, part, cacheStatus)
-		return
+		return true
 	}
-	passFree(h, w, r, part, cacheStatus)
-}
-
-// passFree is pass's fast path for a host without pacing while pacing is on: a slot free at
-// once, else the gate in full.
-func passFree(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
-	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
-	if slot == nil {
-		passGated(h, w, r, part, cacheStatus)
-		return
-	}
-	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
-	defer limit.Return(slot)
-	atomic.AddInt64(h.passes, 1)
-	w.Header()["Cache-Status"] = cacheStatus
-	h.next.ServeHTTP(w, r)
+	return false
 }
 
 // passGated is pass through the whole gate: a breaker that is not closed, or a slot that is
