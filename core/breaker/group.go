@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"container/list"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,13 +11,15 @@ import (
 // closed one to evict, before it evicts the least recently used whatever its state.
 const evictScan = 16
 
-// node links a breaker into its Group's recency list.
+// node is a breaker with its key, in its Group's map and, unless pinned, its recency list.
 type node struct {
-	key        string
-	b          *Breaker
-	prev, next *node // prev is more recently used
+	key string
+	b   *Breaker
+	// elem is the node's element in the recency list (its Value is the node), so that a
+	// move or a removal finds it at once; nil while the node is not in the list.
+	elem *list.Element
 	// pinned marks a key declared or overridden: its node stays out of the recency list,
-	// with prev and next nil, and is never evicted.
+	// with elem nil, and is never evicted.
 	pinned bool
 }
 
@@ -37,8 +40,8 @@ type Group struct {
 	// Breaker's.
 	mu    sync.Mutex
 	nodes map[string]*node
-	head  *node // most recently used
-	tail  *node // least recently used
+	// recent holds the *node of every key not pinned, the most recently used at the front.
+	recent *list.List
 	// pinned counts the nodes of declared or overridden keys, which the list does not hold.
 	pinned int
 }
@@ -49,7 +52,7 @@ func NewGroup(s Settings) (*Group, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	return &Group{s: s.withDefaults(), nodes: make(map[string]*node), notClosed: new(int32)}, nil
+	return &Group{s: s.withDefaults(), nodes: make(map[string]*node), recent: list.New(), notClosed: new(int32)}, nil
 }
 
 // Get returns the breaker for key, making a closed one if there is none.
@@ -57,11 +60,9 @@ func (g *Group) Get(key string, now time.Time) *Breaker {
 	g.mu.Lock()
 	n := g.nodes[key]
 	if n != nil {
-		// In the list but not at its head. A pinned node, out of the list, has no prev
-		// either, so this one test, which costs what n != g.head did, leaves it alone.
-		if n.prev != nil {
-			g.unlink(n)
-			g.pushFront(n)
+		// A pinned node, out of the list, stays out; one already at the front stays there.
+		if n.elem != nil {
+			g.recent.MoveToFront(n.elem)
 		}
 		g.mu.Unlock()
 		return n.b
@@ -76,7 +77,7 @@ func (g *Group) Get(key string, now time.Time) *Breaker {
 // its slots would otherwise cost every Get (docs/yaegi.md). A loop rather than one
 // eviction: RemoveOverride puts keys back in the list without evicting.
 func addRecent(g *Group, key string, now time.Time) *node {
-	for len(g.nodes)-g.pinned >= g.s.MaxBreakers && g.tail != nil {
+	for len(g.nodes)-g.pinned >= g.s.MaxBreakers && g.recent.Len() > 0 {
 		g.evict(now)
 	}
 	n := g.add(key)
@@ -149,17 +150,18 @@ func (g *Group) Len() int {
 // evict drops the least recently used closed breaker among the last evictScan, or the least
 // recently used one if all of those are open or half-open. g.mu must be held.
 func (g *Group) evict(now time.Time) {
-	victim := g.tail
-	n := g.tail
-	for i := 0; i < evictScan && n != nil; i++ {
+	e := g.recent.Back()
+	if e == nil {
+		return
+	}
+	victim := e.Value.(*node)
+	for i := 0; i < evictScan && e != nil; i++ {
+		n := e.Value.(*node)
 		if n.b.State(now) == StateClosed {
 			victim = n
 			break
 		}
-		n = n.prev
-	}
-	if victim == nil {
-		return
+		e = e.Prev()
 	}
 	g.unlink(victim)
 	delete(g.nodes, victim.key)
@@ -174,36 +176,19 @@ func (g *Group) evict(now time.Time) {
 	b.mu.Unlock()
 }
 
-// pushFront and unlink are a copy of the list code that core/neg, core/limit and core/store
-// write out too (ARCHITECTURE.md, "Linked lists"), kept on purpose: Yaegi has no generics, so
-// shared list code would hold interface{} values, container/list's shape: an allocation beside
-// each element and a type assertion on every read.
+// The recency list is a container/list rather than a list of the package's own: Get runs
+// on the way to an origin fetch, never on a hit, and the list holds at most MaxBreakers
+// nodes, so an element allocated beside each node and a type assertion where eviction reads
+// one cost nothing that counts. The memory store and the limiter, on hot paths, keep lists
+// of their own (ARCHITECTURE.md, "Linked lists").
 //
-// pushFront makes n the most recently used. g.mu must be held.
+// pushFront makes n, not in the list, the most recently used. g.mu must be held.
 func (g *Group) pushFront(n *node) {
-	n.prev = nil
-	n.next = g.head
-	if g.head != nil {
-		g.head.prev = n
-	}
-	g.head = n
-	if g.tail == nil {
-		g.tail = n
-	}
+	n.elem = g.recent.PushFront(n)
 }
 
 // unlink takes n out of the recency list. g.mu must be held.
 func (g *Group) unlink(n *node) {
-	if n.prev != nil {
-		n.prev.next = n.next
-	} else {
-		g.head = n.next
-	}
-	if n.next != nil {
-		n.next.prev = n.prev
-	} else {
-		g.tail = n.prev
-	}
-	n.prev = nil
-	n.next = nil
+	g.recent.Remove(n.elem)
+	n.elem = nil
 }

@@ -250,3 +250,77 @@ func TestAllClosedCounterUnderContention(t *testing.T) {
 		t.Errorf("AllClosed() = false with every breaker closed, want true")
 	}
 }
+
+// The recency list orders eviction across several new keys: a touched breaker moves ahead of
+// the untouched, a key whose declaration ends comes back as the most recently used, and only
+// the sixteen least recently used are looked at for a closed one.
+func TestGroupEvictionOrder(t *testing.T) {
+	g := newTestGroup(t, Settings{MaxBreakers: 4})
+	for _, k := range []string{"a", "b", "c", "d"} {
+		g.Get(k, t0)
+	}
+	g.Get("b", t0)
+	g.Get("a", t0) // least recently used first: c, d, b, a
+	if err := g.Declare("d"); err != nil {
+		t.Fatalf("Declare(d) = %v", err)
+	}
+	g.Get("x", t0) // c, b, a, x beside the declared d: nothing evicted
+	wantKeys(t, g, "a", "b", "c", "d", "x")
+	g.RemoveOverride("d") // c, b, a, x, d: one over the bound until the next new key
+	g.Get("y", t0)
+	wantKeys(t, g, "a", "x", "d", "y")
+	g.Get("z", t0)
+	wantKeys(t, g, "x", "d", "y", "z")
+
+	g = newTestGroup(t, Settings{MaxBreakers: evictScan + 1})
+	for i := 0; i <= evictScan; i++ {
+		b := g.Get("h"+strconv.Itoa(i), t0)
+		if i < evictScan {
+			b.ForceOpen(t0, time.Minute)
+		}
+	}
+	// The closed breaker is seventeenth from the least recently used end: out of reach, so
+	// the least recently used goes, open as it is.
+	g.Get("new", t0)
+	if _, ok := g.Lookup("h0"); ok {
+		t.Errorf("h0, the least recently used, stayed; want it evicted")
+	}
+	if _, ok := g.Lookup("h" + strconv.Itoa(evictScan)); !ok {
+		t.Errorf("the closed breaker beyond the scan was evicted; want h0 evicted")
+	}
+}
+
+// groupKeys returns n keys and a group holding a breaker for each, made in order.
+func groupKeys(b *testing.B, n int, s Settings) (*Group, []string) {
+	s.Rand = fixedRand(0.5)
+	g, err := NewGroup(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, n)
+	for i := 0; i < n; i++ {
+		keys[i] = "h" + strconv.Itoa(i) + ".example"
+		g.Get(keys[i], t0)
+	}
+	return g, keys
+}
+
+// BenchmarkGroupGet measures finding the breaker of a key among a few hundred, taken round
+// robin, so that each Get moves a breaker that is the least recently used to the front.
+func BenchmarkGroupGet(b *testing.B) {
+	g, keys := groupKeys(b, 256, Settings{})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		g.Get(keys[i%256], t0)
+	}
+}
+
+// BenchmarkGroupGetEvict measures a Get in a full group that makes a new breaker and evicts
+// the least recently used: 512 keys round robin through a group of 256.
+func BenchmarkGroupGetEvict(b *testing.B) {
+	g, keys := groupKeys(b, 512, Settings{MaxBreakers: 256})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		g.Get(keys[i%512], t0)
+	}
+}

@@ -201,7 +201,7 @@ func TestDeclareAKeyInUse(t *testing.T) {
 			t.Fatalf("Declare(%s) = %v", k, err)
 		}
 	}
-	if g.head != nil || g.tail != nil {
+	if g.recent.Len() != 0 {
 		t.Fatalf("recency list not empty with every key declared")
 	}
 	g.Get("a", t0)

@@ -296,10 +296,10 @@ func grantLocked(p *pool) {
 	}
 }
 
-// pushLocked and unlinkLocked are a copy of the list code that core/breaker, core/neg and
-// core/store write out too (ARCHITECTURE.md, "Linked lists"), kept on purpose: Yaegi has no
-// generics, so shared list code would hold interface{} values, container/list's shape: an
-// allocation beside each element and a type assertion on every read.
+// pushLocked and unlinkLocked are a copy of the list code that core/store writes out too
+// (ARCHITECTURE.md, "Linked lists"), kept on purpose: Yaegi has no generics, so shared list
+// code would hold interface{} values, container/list's shape: an allocation beside each
+// element and a type assertion on every read.
 //
 // pushLocked appends s to the queue.
 func pushLocked(p *pool, s *slot) {

@@ -12,6 +12,7 @@
 package neg
 
 import (
+	"container/list"
 	"sync"
 	"time"
 )
@@ -49,10 +50,11 @@ func Cacheable(f Failure) bool {
 
 // node is one entry in the map and in the age list.
 type node struct {
-	key   string
-	e     Entry
-	older *node
-	newer *node
+	key string
+	e   Entry
+	// elem is the node's element in the age list (its Value is the node), so that a move or
+	// a removal finds it at once.
+	elem *list.Element
 }
 
 // Cache remembers failures by key. Its methods are safe for concurrent use; each takes one
@@ -66,8 +68,8 @@ type Cache struct {
 	// Record drops them, and eviction takes from the same end.
 	mu      sync.Mutex
 	entries map[string]*node
-	oldest  *node
-	newest  *node
+	// ages holds every *node, the oldest recorded at the front, the newest at the back.
+	ages *list.List
 }
 
 // New returns an empty cache, or an error naming the first invalid setting.
@@ -76,7 +78,7 @@ func New(s Settings) (*Cache, error) {
 		return nil, err
 	}
 	s = s.withDefaults()
-	return &Cache{ttl: s.TTL, max: s.MaxEntries, entries: make(map[string]*node)}, nil
+	return &Cache{ttl: s.TTL, max: s.MaxEntries, entries: make(map[string]*node), ages: list.New()}, nil
 }
 
 // Record remembers the failure f for key for the cache's TTL from now and reports whether it
@@ -95,22 +97,23 @@ func (c *Cache) Record(key string, f Failure, now time.Time) bool {
 	n := c.entries[key]
 	if n != nil {
 		n.e = e
-		if n != c.newest {
-			c.unlink(n)
-			c.pushNewest(n)
-		}
+		c.ages.MoveToBack(n.elem)
 		c.mu.Unlock()
 		return true
 	}
-	for c.oldest != nil && !now.Before(c.oldest.e.Until) {
-		c.drop(c.oldest)
+	for el := c.ages.Front(); el != nil; el = c.ages.Front() {
+		old := el.Value.(*node)
+		if now.Before(old.e.Until) {
+			break
+		}
+		c.drop(old)
 	}
 	if len(c.entries) >= c.max {
-		c.drop(c.oldest)
+		c.drop(c.ages.Front().Value.(*node))
 	}
 	n = &node{key: key, e: e}
 	c.entries[key] = n
-	c.pushNewest(n)
+	n.elem = c.ages.PushBack(n)
 	c.mu.Unlock()
 	return true
 }
@@ -152,41 +155,13 @@ func (c *Cache) Len() int {
 }
 
 // drop removes n from the map and the age list. c.mu must be held.
-func (c *Cache) drop(n *node) {
-	c.unlink(n)
-	delete(c.entries, n.key)
-}
-
-// pushNewest and unlink are a copy of the list code that core/breaker, core/limit and
-// core/store write out too (ARCHITECTURE.md, "Linked lists"), kept on purpose: Yaegi has no
-// generics, so shared list code would hold interface{} values, container/list's shape: an
-// allocation beside each element and a type assertion on every read.
 //
-// pushNewest makes n the newest entry. c.mu must be held.
-func (c *Cache) pushNewest(n *node) {
-	n.newer = nil
-	n.older = c.newest
-	if c.newest != nil {
-		c.newest.newer = n
-	}
-	c.newest = n
-	if c.oldest == nil {
-		c.oldest = n
-	}
-}
-
-// unlink takes n out of the age list. c.mu must be held.
-func (c *Cache) unlink(n *node) {
-	if n.older != nil {
-		n.older.newer = n.newer
-	} else {
-		c.oldest = n.newer
-	}
-	if n.newer != nil {
-		n.newer.older = n.older
-	} else {
-		c.newest = n.older
-	}
-	n.older = nil
-	n.newer = nil
+// The age list is a container/list rather than a list of the package's own: only Record
+// moves or adds an element, once per failed origin fetch, and the list holds at most
+// MaxEntries nodes, so an element allocated beside each node and a type assertion where
+// expiry and eviction read one cost nothing that counts. The memory store and the limiter,
+// on hot paths, keep lists of their own (ARCHITECTURE.md, "Linked lists").
+func (c *Cache) drop(n *node) {
+	c.ages.Remove(n.elem)
+	delete(c.entries, n.key)
 }

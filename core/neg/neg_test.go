@@ -164,6 +164,23 @@ func TestEvictsOldestWhenFull(t *testing.T) {
 	wantEntry(t, c, "k96", now, 0)
 }
 
+// Expiry drops from the oldest end and stops at the first entry still in force: an entry
+// recorded again has moved to the newest end, behind one recorded after it the first time.
+func TestExpiryFollowsRecordAgain(t *testing.T) {
+	c := newTestCache(t, Settings{TTL: 10 * time.Second})
+	c.Record("a", Failure{Status: 503}, t0)
+	c.Record("b", Failure{Status: 503}, t0.Add(time.Second))
+	c.Record("c", Failure{Status: 503}, t0.Add(2*time.Second))
+	c.Record("a", Failure{Status: 502}, t0.Add(3*time.Second)) // b, c, a
+	now := t0.Add(12 * time.Second)                            // b and c have expired, a has not
+	c.Record("d", Failure{Status: 504}, now)
+	if c.Len() != 2 {
+		t.Errorf("Len() = %d, want 2: b and c dropped when d was recorded", c.Len())
+	}
+	wantEntry(t, c, "a", now, 502)
+	wantEntry(t, c, "d", now, 504)
+}
+
 func TestRecordAgainRestartsTTL(t *testing.T) {
 	c := newTestCache(t, Settings{})
 	c.Record("k", Failure{Status: 503}, t0)
@@ -221,5 +238,44 @@ func BenchmarkLookupMiss(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		c.Lookup("k", t0)
+	}
+}
+
+// cacheKeys returns n keys and a cache of at most max entries holding a failure for each of
+// them, recorded in order.
+func cacheKeys(b *testing.B, n, max int) (*Cache, []string) {
+	c, err := New(Settings{MaxEntries: max})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, n)
+	for i := 0; i < n; i++ {
+		keys[i] = "k" + strconv.Itoa(i)
+		c.Record(keys[i], Failure{Status: 503}, t0)
+	}
+	return c, keys
+}
+
+// BenchmarkRecordLookup measures recording a failure again, which makes the oldest entry the
+// newest, and finding it: 256 keys round robin.
+func BenchmarkRecordLookup(b *testing.B) {
+	c, keys := cacheKeys(b, 256, 0)
+	f := Failure{Status: 503}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := keys[i%256]
+		c.Record(k, f, t0)
+		c.Lookup(k, t0)
+	}
+}
+
+// BenchmarkRecordEvict measures recording a new failure in a full cache, which evicts the
+// oldest: 512 keys round robin through a cache of 256.
+func BenchmarkRecordEvict(b *testing.B) {
+	c, keys := cacheKeys(b, 512, 256)
+	f := Failure{Status: 503}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c.Record(keys[i%512], f, t0)
 	}
 }

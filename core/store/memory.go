@@ -389,10 +389,10 @@ func member(idx map[string]map[string]struct{}, name, key string, in bool) {
 	set[key] = struct{}{}
 }
 
-// pushFront and unlink are a copy of the list code that core/breaker, core/limit and core/neg
-// write out too (ARCHITECTURE.md, "Linked lists"), kept on purpose: Yaegi has no generics, so
-// shared list code would hold interface{} values, container/list's shape: an allocation beside
-// each element and a type assertion on every read.
+// pushFront and unlink are a copy of the list code that core/limit writes out too
+// (ARCHITECTURE.md, "Linked lists"), kept on purpose: Yaegi has no generics, so shared list
+// code would hold interface{} values, container/list's shape: an allocation beside each
+// element and a type assertion on every read.
 //
 // pushFront puts it at the head of the list. It must be called with mu held.
 func pushFront(m *Memory, it *memItem) {
