@@ -23,7 +23,7 @@ func TestConfigAppliedOncePerChange(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		mustNew(t, name, s, http.NotFoundHandler())
 	}
-	got := logs.with("event=config_applied")
+	got := logs.with("level=info event=config_applied ")
 	if len(got) != 2 {
 		t.Fatalf("config_applied lines = %q, want 2 (the first build, then the change)", got)
 	}
@@ -48,15 +48,15 @@ func TestEventsByHandAndShed(t *testing.T) {
 		wantCode(t, "while open", do(t, h, "GET", "http://example.com/p"+itoa(int64(i))), 503)
 	}
 	wantCode(t, "close", adminDo(t, h, "POST", "http://example.com/_weir/api/breakers/close", `{"key":"example.com"}`, adminToken), 200)
-	if got := logs.with(`"event":"breaker_opened_by_hand"`); len(got) != 1 || !strings.Contains(got[0], `"scope":"example.com"`) {
+	if got := logs.with(`"level":"info","event":"breaker_opened_by_hand"`); len(got) != 1 || !strings.Contains(got[0], `"scope":"example.com"`) {
 		t.Errorf("breaker_opened_by_hand lines %q, want one naming example.com", got)
 	}
-	if got := logs.with(`"event":"breaker_closed_by_hand"`); len(got) != 1 {
+	if got := logs.with(`"level":"info","event":"breaker_closed_by_hand"`); len(got) != 1 {
 		t.Errorf("breaker_closed_by_hand lines %q, want one", got)
 	}
 	// The summary's timer runs on the real clock: one line, a second after the first shed.
 	waitFor(t, "the shed line", func() bool { return len(logs.with(`"event":"shed"`)) > 0 })
-	if got := logs.with(`"event":"shed"`); len(got) != 1 || !strings.Contains(got[0], `"count":5`) || !strings.Contains(got[0], "circuit-open:5") {
+	if got := logs.with(`"level":"warn","event":"shed"`); len(got) != 1 || !strings.Contains(got[0], `"count":5`) || !strings.Contains(got[0], "circuit-open:5") {
 		t.Errorf("shed lines %q, want one counting 5 circuit-open", got)
 	}
 }
@@ -81,17 +81,17 @@ func TestBreakerEvents(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		do(t, h, "GET", "http://api.example.com/p"+itoa(int64(i)))
 	}
-	opened := logs.with("event=breaker_opened ")
+	opened := logs.with("level=warn event=breaker_opened ")
 	if len(opened) != 1 || !strings.Contains(opened[0], "scope=api.example.com reason=failure-ratio ratio=1 failures=4 requests=4 open_for=5s") {
 		t.Fatalf("breaker_opened lines %q, want one with the ratio, the counts and the open time", opened)
 	}
 	clock.Add(6 * time.Second)
 	down = false
 	wantCode(t, "the probe", do(t, h, "GET", "http://api.example.com/probe"), 200)
-	if got := logs.with("event=breaker_half_open"); len(got) != 1 {
+	if got := logs.with("level=info event=breaker_half_open "); len(got) != 1 {
 		t.Errorf("breaker_half_open lines %q, want one", got)
 	}
-	if got := logs.with("event=breaker_closed "); len(got) != 1 || !strings.Contains(got[0], "scope=api.example.com") {
+	if got := logs.with("level=info event=breaker_closed "); len(got) != 1 || !strings.Contains(got[0], "scope=api.example.com") {
 		t.Errorf("breaker_closed lines %q, want one", got)
 	}
 }

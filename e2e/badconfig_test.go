@@ -65,7 +65,7 @@ func TestBadConfigurationDisablesItsRouter(t *testing.T) {
 		`limiter.maxQueueWait: \"soon\" is not a duration`, // Traefik's ERROR line, quoted
 		"routerName=bad@file",                              // one such line per disabled router
 		"routerName=otherbad@file",
-		"event=config_rejected middleware=weir-bad@file", // Weir's own event line
+		"level=error event=config_rejected middleware=weir-bad@file", // Weir's own event line
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("Traefik's log lacks %q:\n%s", want, log)

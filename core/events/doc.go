@@ -7,10 +7,15 @@
 //
 // A Log writes each event as one line, in the operator's log.format: logfmt (the default) or
 // JSON. Every line starts with the time (RFC 3339, UTC, milliseconds, from the injected clock),
-// the event's name and the middleware's name, then the event's own fields in the order given:
+// the event's level, the event's name and the middleware's name, then the event's own fields
+// in the order given:
 //
-//	time=2025-03-01T12:00:00.250Z event=breaker_opened middleware=shop scope=api.example reason=failure-ratio ratio=0.5 failures=10 requests=20 open_for=30s
-//	{"time":"2025-03-01T12:00:00.250Z","event":"breaker_opened","middleware":"shop","scope":"api.example","reason":"failure-ratio","ratio":0.5,"failures":10,"requests":20,"open_for":"30s"}
+//	time=2025-03-01T12:00:00.250Z level=warn event=breaker_opened middleware=shop scope=api.example reason=failure-ratio ratio=0.5 failures=10 requests=20 open_for=30s
+//	{"time":"2025-03-01T12:00:00.250Z","level":"warn","event":"breaker_opened","middleware":"shop","scope":"api.example","reason":"failure-ratio","ratio":0.5,"failures":10,"requests":20,"open_for":"30s"}
+//
+// The level (info, warn or error) belongs to the event: names.go gives each name its own, and
+// the caller of Emit does not choose it, so a log filter on level=warn sees every breaker
+// that opened and every shed line, whoever emitted them.
 //
 // A logfmt value is quoted when it is empty or holds a space, '=', '"', a control character or
 // bytes that are not UTF-8; within quotes '"' and '\' are escaped and control characters
@@ -18,7 +23,7 @@
 // Bytes that are not UTF-8 become U+FFFD in both. A key is written as given, with any byte a
 // logfmt key cannot hold replaced by '_'. Ints, floats (shortest form: 0.5) and bools are JSON
 // numbers and booleans; durations (Go's form: 30s, 1m30s) and strings are JSON strings.
-// The keys time, event and middleware are the line's own: fields should not reuse them.
+// The keys time, level, event and middleware are the line's own: fields should not reuse them.
 //
 // # Shed requests
 //
@@ -35,7 +40,8 @@
 // are rare, so Emit is a method and favours clarity; still, a field whose key and value need
 // no change is copied in the line's loop after two calls into compiled code
 // (strings.ContainsAny), and only one that needs escaping goes through a function of its own
-// and is walked byte by byte. CountShed runs on the request path of every shed request, so it
+// and is walked byte by byte. The level is one map read a line, the name's constant copied
+// as is. CountShed runs on the request path of every shed request, so it
 // is a function, not a method: a lock, a map update and an unlock, and a clock read and a
 // timer only for the first shed of a line. bench_test.go measures both.
 //

@@ -23,8 +23,8 @@ func Example() {
 		events.Dur("open_for", 30*time.Second))
 	l.Emit(events.ConfigRejected, events.Str("error", `cache.maxSize: "12 parsecs" is not a size`))
 	// Output:
-	// time=2025-03-01T12:00:00.250Z event=breaker_opened middleware=shop scope=api.example reason=failure-ratio ratio=0.5 failures=10 requests=20 open_for=30s
-	// time=2025-03-01T12:00:00.250Z event=config_rejected middleware=shop error="cache.maxSize: \"12 parsecs\" is not a size"
+	// time=2025-03-01T12:00:00.250Z level=warn event=breaker_opened middleware=shop scope=api.example reason=failure-ratio ratio=0.5 failures=10 requests=20 open_for=30s
+	// time=2025-03-01T12:00:00.250Z level=error event=config_rejected middleware=shop error="cache.maxSize: \"12 parsecs\" is not a size"
 }
 
 // A miss-rate anomaly and the near cache's tracking lost, with log.format set to json.
@@ -44,8 +44,8 @@ func Example_json() {
 		events.Str("varying", "cb"), events.Bool("throttled", true))
 	l.Emit(events.NearCacheLost, events.Str("error", "read tcp 10.0.0.2:6379: i/o timeout"))
 	// Output:
-	// {"time":"2025-03-01T12:00:00.250Z","event":"miss_rate_anomaly","middleware":"shop","partition":"https://shop.example/search","requests":520,"misses":500,"window":"10s","varying":"cb","throttled":true}
-	// {"time":"2025-03-01T12:00:00.250Z","event":"near_cache_lost","middleware":"shop","error":"read tcp 10.0.0.2:6379: i/o timeout"}
+	// {"time":"2025-03-01T12:00:00.250Z","level":"warn","event":"miss_rate_anomaly","middleware":"shop","partition":"https://shop.example/search","requests":520,"misses":500,"window":"10s","varying":"cb","throttled":true}
+	// {"time":"2025-03-01T12:00:00.250Z","level":"warn","event":"near_cache_lost","middleware":"shop","error":"read tcp 10.0.0.2:6379: i/o timeout"}
 }
 
 // A burst of shed requests becomes one line, written ShedEvery after the first shed. The
@@ -73,7 +73,7 @@ func ExampleSummary() {
 	now = now.Add(events.ShedEvery)
 	timer()
 	// Output:
-	// time=2025-03-01T12:00:01.000Z event=shed middleware=shop count=15 interval=1s reasons="queue-full:12 miss-rate:3"
+	// time=2025-03-01T12:00:01.000Z level=warn event=shed middleware=shop count=15 interval=1s reasons="queue-full:12 miss-rate:3"
 }
 
 func ExampleParseFormat() {

@@ -30,14 +30,17 @@ const jsonSpecial = "\"\\" + controls + notUTF8
 
 const hexDigits = "0123456789abcdef"
 
-// logfmtLine writes a line in logfmt. mw is the line's middleware field, written once by New.
-// A field whose key and value need no change is copied in the loop itself; the others go
-// through logfmtField. Under Yaegi every interpreted call costs a frame, and the common
-// field then costs two calls into compiled code and none of its own.
-func logfmtLine(t time.Time, name, mw string, fields []Field) string {
-	b := make([]byte, 0, 160)
+// logfmtLine writes a line in logfmt. level is one of the Level constants, which need no
+// quoting; mw is the line's middleware field, written once by New. A field whose key and
+// value need no change is copied in the loop itself; the others go through logfmtField.
+// Under Yaegi every interpreted call costs a frame, and the common field then costs two
+// calls into compiled code and none of its own.
+func logfmtLine(t time.Time, level, name, mw string, fields []Field) string {
+	b := make([]byte, 0, 176)
 	b = append(b, "time="...)
 	b = t.UTC().AppendFormat(b, timeLayout)
+	b = append(b, " level="...)
+	b = append(b, level...)
 	b = append(b, " event="...)
 	b = logfmtValue(b, name)
 	b = append(b, mw...)
@@ -63,12 +66,15 @@ func logfmtField(b []byte, f Field) []byte {
 	return logfmtValue(b, f.val)
 }
 
-// jsonLine writes a line as a JSON object. mw is the line's middleware member, written once
-// by New. As in logfmtLine, a field that needs no escaping is copied in the loop.
-func jsonLine(t time.Time, name, mw string, fields []Field) string {
-	b := make([]byte, 0, 192)
+// jsonLine writes a line as a JSON object. level is one of the Level constants, which need no
+// escaping; mw is the line's middleware member, written once by New. As in logfmtLine, a
+// field that needs no escaping is copied in the loop.
+func jsonLine(t time.Time, level, name, mw string, fields []Field) string {
+	b := make([]byte, 0, 208)
 	b = append(b, `{"time":"`...)
 	b = t.UTC().AppendFormat(b, timeLayout)
+	b = append(b, `","level":"`...)
+	b = append(b, level...)
 	b = append(b, `","event":`...)
 	b = jsonString(b, name)
 	b = append(b, mw...)

@@ -29,6 +29,7 @@ func FuzzLine(f *testing.F) {
 		fields := []Field{Str("value", value), Int("n", 7), Str(key, value), Dur("d", time.Second)}
 		want := []kv{
 			{"time", "2025-03-01T12:00:00.250Z"},
+			{"level", LevelError},
 			{"event", ConfigRejected},
 			{"middleware", utf8Fixed(middleware)},
 			{"value", utf8Fixed(value)},
@@ -49,7 +50,7 @@ func FuzzLine(f *testing.F) {
 			t.Fatalf("logfmt line %q read back as %q, want %q", line, got, want)
 		}
 
-		want[5].key = utf8Fixed(key)
+		want[6].key = utf8Fixed(key)
 		line = emitOne(t, FormatJSON, middleware, fields)
 		if strings.ContainsAny(line, "\n\r") {
 			t.Fatalf("JSON line %q holds a line break", line)

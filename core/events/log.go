@@ -92,16 +92,22 @@ func New(s Settings) (*Log, error) {
 	return l, nil
 }
 
-// Emit writes one line: the time, event=name, middleware=, then fields in their order. Event
-// names are the constants of this package. A nil Log writes nothing.
+// Emit writes one line: the time, the event's level (level=, as levels gives it), event=name,
+// middleware=, then fields in their order. Event names are the constants of this package; a
+// name that is not one is written at LevelInfo. A nil Log writes nothing.
 func (l *Log) Emit(name string, fields ...Field) {
 	if l == nil {
 		return
 	}
 	t := l.now()
+	// The map read written out, not Level: a line costs one interpreted call fewer.
+	level, ok := levels[name]
+	if !ok {
+		level = LevelInfo
+	}
 	if l.json {
-		l.sink(jsonLine(t, name, l.mw, fields))
+		l.sink(jsonLine(t, level, name, l.mw, fields))
 		return
 	}
-	l.sink(logfmtLine(t, name, l.mw, fields))
+	l.sink(logfmtLine(t, level, name, l.mw, fields))
 }

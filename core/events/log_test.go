@@ -59,37 +59,37 @@ func TestEmit(t *testing.T) {
 	}{
 		{
 			desc: "breaker opened", middleware: "shop", name: BreakerOpened, fields: breakerFields(),
-			logfmt: `time=2025-03-01T12:00:00.250Z event=breaker_opened middleware=shop scope=api.example reason=failure-ratio ratio=0.5 failures=10 requests=20 open_for=30s`,
-			json:   `{"time":"2025-03-01T12:00:00.250Z","event":"breaker_opened","middleware":"shop","scope":"api.example","reason":"failure-ratio","ratio":0.5,"failures":10,"requests":20,"open_for":"30s"}`,
+			logfmt: `time=2025-03-01T12:00:00.250Z level=warn event=breaker_opened middleware=shop scope=api.example reason=failure-ratio ratio=0.5 failures=10 requests=20 open_for=30s`,
+			json:   `{"time":"2025-03-01T12:00:00.250Z","level":"warn","event":"breaker_opened","middleware":"shop","scope":"api.example","reason":"failure-ratio","ratio":0.5,"failures":10,"requests":20,"open_for":"30s"}`,
 		},
 		{
 			desc: "no fields", middleware: "shop", name: NearCacheBack,
-			logfmt: `time=2025-03-01T12:00:00.250Z event=near_cache_back middleware=shop`,
-			json:   `{"time":"2025-03-01T12:00:00.250Z","event":"near_cache_back","middleware":"shop"}`,
+			logfmt: `time=2025-03-01T12:00:00.250Z level=info event=near_cache_back middleware=shop`,
+			json:   `{"time":"2025-03-01T12:00:00.250Z","level":"info","event":"near_cache_back","middleware":"shop"}`,
 		},
 		{
 			desc: "quoting and escapes", middleware: "my shop", name: ConfigRejected,
 			fields: []Field{Str("error", `cache.maxSize: "12 parsecs" is not a size`), Str("empty", ""),
 				Str("lines", "a\nb\r\tc\x01\x7f"), Str("eq", "a=b"), Str("slash", `C:\dir`), Str("utf8", "café ✓")},
-			logfmt: `time=2025-03-01T12:00:00.250Z event=config_rejected middleware="my shop" error="cache.maxSize: \"12 parsecs\" is not a size" empty="" lines="a\nb\r\tc\u0001\u007f" eq="a=b" slash=C:\dir utf8="café ✓"`,
-			json:   `{"time":"2025-03-01T12:00:00.250Z","event":"config_rejected","middleware":"my shop","error":"cache.maxSize: \"12 parsecs\" is not a size","empty":"","lines":"a\nb\r\tc\u0001\u007f","eq":"a=b","slash":"C:\\dir","utf8":"café ✓"}`,
+			logfmt: `time=2025-03-01T12:00:00.250Z level=error event=config_rejected middleware="my shop" error="cache.maxSize: \"12 parsecs\" is not a size" empty="" lines="a\nb\r\tc\u0001\u007f" eq="a=b" slash=C:\dir utf8="café ✓"`,
+			json:   `{"time":"2025-03-01T12:00:00.250Z","level":"error","event":"config_rejected","middleware":"my shop","error":"cache.maxSize: \"12 parsecs\" is not a size","empty":"","lines":"a\nb\r\tc\u0001\u007f","eq":"a=b","slash":"C:\\dir","utf8":"café ✓"}`,
 		},
 		{
 			desc: "bytes that are not UTF-8", middleware: "shop", name: MissRateAnomaly,
 			fields: []Field{Str("partition", "https://x.example/\xff\xfe")},
-			logfmt: `time=2025-03-01T12:00:00.250Z event=miss_rate_anomaly middleware=shop partition="https://x.example/\ufffd\ufffd"`,
-			json:   `{"time":"2025-03-01T12:00:00.250Z","event":"miss_rate_anomaly","middleware":"shop","partition":"https://x.example/\ufffd\ufffd"}`,
+			logfmt: `time=2025-03-01T12:00:00.250Z level=warn event=miss_rate_anomaly middleware=shop partition="https://x.example/\ufffd\ufffd"`,
+			json:   `{"time":"2025-03-01T12:00:00.250Z","level":"warn","event":"miss_rate_anomaly","middleware":"shop","partition":"https://x.example/\ufffd\ufffd"}`,
 		},
 		{
 			desc: "keys a logfmt key cannot hold", middleware: "shop", name: ConfigApplied,
 			fields: []Field{Bool("a key", true), Bool("", false), Int("k=\"v\"\n", -3)},
-			logfmt: `time=2025-03-01T12:00:00.250Z event=config_applied middleware=shop a_key=true _=false k__v__=-3`,
-			json:   `{"time":"2025-03-01T12:00:00.250Z","event":"config_applied","middleware":"shop","a key":true,"":false,"k=\"v\"\n":-3}`,
+			logfmt: `time=2025-03-01T12:00:00.250Z level=info event=config_applied middleware=shop a_key=true _=false k__v__=-3`,
+			json:   `{"time":"2025-03-01T12:00:00.250Z","level":"info","event":"config_applied","middleware":"shop","a key":true,"":false,"k=\"v\"\n":-3}`,
 		},
 		{
 			desc: "empty middleware", middleware: "", name: StoreBreakerClosed,
-			logfmt: `time=2025-03-01T12:00:00.250Z event=store_breaker_closed middleware=""`,
-			json:   `{"time":"2025-03-01T12:00:00.250Z","event":"store_breaker_closed","middleware":""}`,
+			logfmt: `time=2025-03-01T12:00:00.250Z level=info event=store_breaker_closed middleware=""`,
+			json:   `{"time":"2025-03-01T12:00:00.250Z","level":"info","event":"store_breaker_closed","middleware":""}`,
 		},
 	}
 	for _, tc := range tests {
@@ -111,7 +111,7 @@ func TestEmitTimeIsUTCWithMilliseconds(t *testing.T) {
 	r := newRig(t, "", "shop")
 	r.clock = clocktest.New(time.Date(2025, 3, 1, 13, 0, 0, 5999999, time.FixedZone("CET", 3600)))
 	r.log.Emit(NearCacheBack)
-	want := `time=2025-03-01T12:00:00.005Z event=near_cache_back middleware=shop`
+	want := `time=2025-03-01T12:00:00.005Z level=info event=near_cache_back middleware=shop`
 	if got := r.take(); !equalLines(got, []string{want}) {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -174,8 +174,8 @@ func TestExampleLines(t *testing.T) {
 				l.Emit(ConfigRejected, Str("error", `cache.maxSize: "12 parsecs" is not a size`))
 			},
 			want: []string{
-				`time=2025-03-01T12:00:00.250Z event=breaker_opened middleware=shop scope=api.example reason=failure-ratio ratio=0.5 failures=10 requests=20 open_for=30s`,
-				`time=2025-03-01T12:00:00.250Z event=config_rejected middleware=shop error="cache.maxSize: \"12 parsecs\" is not a size"`,
+				`time=2025-03-01T12:00:00.250Z level=warn event=breaker_opened middleware=shop scope=api.example reason=failure-ratio ratio=0.5 failures=10 requests=20 open_for=30s`,
+				`time=2025-03-01T12:00:00.250Z level=error event=config_rejected middleware=shop error="cache.maxSize: \"12 parsecs\" is not a size"`,
 			},
 		},
 		{
@@ -186,8 +186,8 @@ func TestExampleLines(t *testing.T) {
 				l.Emit(NearCacheLost, Str("error", "read tcp 10.0.0.2:6379: i/o timeout"))
 			},
 			want: []string{
-				`{"time":"2025-03-01T12:00:00.250Z","event":"miss_rate_anomaly","middleware":"shop","partition":"https://shop.example/search","requests":520,"misses":500,"window":"10s","varying":"cb","throttled":true}`,
-				`{"time":"2025-03-01T12:00:00.250Z","event":"near_cache_lost","middleware":"shop","error":"read tcp 10.0.0.2:6379: i/o timeout"}`,
+				`{"time":"2025-03-01T12:00:00.250Z","level":"warn","event":"miss_rate_anomaly","middleware":"shop","partition":"https://shop.example/search","requests":520,"misses":500,"window":"10s","varying":"cb","throttled":true}`,
+				`{"time":"2025-03-01T12:00:00.250Z","level":"warn","event":"near_cache_lost","middleware":"shop","error":"read tcp 10.0.0.2:6379: i/o timeout"}`,
 			},
 		},
 	}

@@ -1,8 +1,9 @@
 package events
 
 // The events, as their lines name them (event=). Each comment says when the engine emits it
-// and the fields it passes, in this order, after time, event and middleware. A field that
-// does not apply to one occurrence is left out, never written empty.
+// and the fields it passes, in this order, after time, level, event and middleware. A field
+// that does not apply to one occurrence is left out, never written empty. Each name has its
+// level in levels, below.
 const (
 	// BreakerOpened: an origin breaker opened on its own, a trip of a closed breaker or a
 	// failed probe.
@@ -41,8 +42,7 @@ const (
 	PacingCleared = "pacing_cleared"
 	// StoreBreakerOpened: the shared store's breaker opened; answers are kept in this
 	// instance's memory until it closes (store.Fallback).
-	// Fields: failures (Int, the failures in a row that tripped it), open_for (Dur),
-	// error (Str, the last store error).
+	// Fields: error (Str, the last store error).
 	StoreBreakerOpened = "store_breaker_opened"
 	// StoreBreakerClosed: a probe of the shared store succeeded; lookups use it again, and
 	// what this instance kept in its memory meanwhile is dropped.
@@ -95,3 +95,55 @@ const (
 	// took (Dur).
 	WarmDone = "warm_done"
 )
+
+// The levels of event lines (level=), by how much an operator should care: info for what
+// Weir or an operator did as intended, warn for a fault of the origin or the store that Weir
+// works around and for requests it refused, error for what an operator must fix. Plain
+// strings: a named string type is not told apart from string inside an interface under
+// Yaegi v0.16.1 (docs/yaegi.md).
+const (
+	LevelInfo  = "info"
+	LevelWarn  = "warn"
+	LevelError = "error"
+)
+
+// levels gives each event its level, here beside the names so that a name and its level are
+// defined together and no caller chooses one. Emit reads it once a line: one map read, where
+// a function would cost an interpreted call and a switch a comparison for each case before
+// the one that matches. TestEveryEventHasALevel holds it to the names above, and
+// TestLevelsDocumented to docs/operations.md's Events.
+var levels = map[string]string{
+	// A breaker that opens on its own keeps requests from a failing origin.
+	BreakerOpened:       LevelWarn,
+	BreakerHalfOpen:     LevelInfo,
+	BreakerClosed:       LevelInfo,
+	BreakerOpenedByHand: LevelInfo,
+	BreakerClosedByHand: LevelInfo,
+	PacingSet:           LevelInfo,
+	PacingCleared:       LevelInfo,
+	// The shared store failing or its tracking lost: this instance serves from its own
+	// memory until it is back.
+	StoreBreakerOpened: LevelWarn,
+	StoreBreakerClosed: LevelInfo,
+	NearCacheLost:      LevelWarn,
+	NearCacheBack:      LevelInfo,
+	// A cache-busting flood of misses (FR-MR-2), throttled or not.
+	MissRateAnomaly: LevelWarn,
+	ConfigApplied:   LevelInfo,
+	// The only event that needs an operator: the configuration they wrote is not in force.
+	ConfigRejected: LevelError,
+	// Requests refused: visitors got a 503 or a 429.
+	Shed:        LevelWarn,
+	WarmStarted: LevelInfo,
+	WarmFailed:  LevelWarn,
+	WarmDone:    LevelInfo,
+}
+
+// Level returns the level of the event name: LevelInfo for a name that is not one of this
+// package's, which TestEveryEventHasALevel keeps from happening.
+func Level(name string) string {
+	if level, ok := levels[name]; ok {
+		return level
+	}
+	return LevelInfo
+}

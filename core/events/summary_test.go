@@ -26,21 +26,21 @@ func TestSummary(t *testing.T) {
 			desc: "one shed is reported a second later",
 			steps: []shedStep{
 				{add: []string{"queue-full"}, advance: time.Second, fire: true,
-					lines: []string{`time=2025-03-01T12:00:01.250Z event=shed middleware=shop count=1 interval=1s reasons=queue-full:1`}},
+					lines: []string{`time=2025-03-01T12:00:01.250Z level=warn event=shed middleware=shop count=1 interval=1s reasons=queue-full:1`}},
 			},
 		},
 		{
 			desc: "a burst is one line, reasons by falling count",
 			steps: []shedStep{
 				{add: []string{"miss-rate", "queue-full", "queue-full", "circuit-open", "queue-full", "miss-rate"}, advance: 1001 * time.Millisecond, fire: true,
-					lines: []string{`time=2025-03-01T12:00:01.251Z event=shed middleware=shop count=6 interval=1.001s reasons="queue-full:3 miss-rate:2 circuit-open:1"`}},
+					lines: []string{`time=2025-03-01T12:00:01.251Z level=warn event=shed middleware=shop count=6 interval=1.001s reasons="queue-full:3 miss-rate:2 circuit-open:1"`}},
 			},
 		},
 		{
 			desc: "ExampleSummary's burst",
 			steps: []shedStep{
 				{add: append(repeat("queue-full", 12), repeat("miss-rate", 3)...), advance: ShedEvery, fire: true,
-					lines: []string{`time=2025-03-01T12:00:01.250Z event=shed middleware=shop count=15 interval=1s reasons="queue-full:12 miss-rate:3"`}},
+					lines: []string{`time=2025-03-01T12:00:01.250Z level=warn event=shed middleware=shop count=15 interval=1s reasons="queue-full:12 miss-rate:3"`}},
 			},
 		},
 		{
@@ -48,40 +48,40 @@ func TestSummary(t *testing.T) {
 			steps: []shedStep{
 				{add: []string{"queue-full", "queue-full"}, advance: 500 * time.Millisecond},
 				{add: []string{"queue-full"}, advance: 500 * time.Millisecond, fire: true,
-					lines: []string{`time=2025-03-01T12:00:01.250Z event=shed middleware=shop count=3 interval=1s reasons=queue-full:3`}},
+					lines: []string{`time=2025-03-01T12:00:01.250Z level=warn event=shed middleware=shop count=3 interval=1s reasons=queue-full:3`}},
 			},
 		},
 		{
 			desc: "a quiet second writes nothing, and the next shed starts a new line",
 			steps: []shedStep{
 				{add: []string{"queue-full"}, advance: time.Second, fire: true,
-					lines: []string{`time=2025-03-01T12:00:01.250Z event=shed middleware=shop count=1 interval=1s reasons=queue-full:1`}},
+					lines: []string{`time=2025-03-01T12:00:01.250Z level=warn event=shed middleware=shop count=1 interval=1s reasons=queue-full:1`}},
 				{advance: 5 * time.Second, fire: true},
 				{add: []string{"miss-rate"}, advance: time.Second, fire: true,
-					lines: []string{`time=2025-03-01T12:00:07.250Z event=shed middleware=shop count=1 interval=1s reasons=miss-rate:1`}},
+					lines: []string{`time=2025-03-01T12:00:07.250Z level=warn event=shed middleware=shop count=1 interval=1s reasons=miss-rate:1`}},
 			},
 		},
 		{
 			desc: "reasons past MaxReasons count as other",
 			steps: []shedStep{
 				{add: []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r1", "r10"}, advance: time.Second, fire: true,
-					lines: []string{`time=2025-03-01T12:00:01.250Z event=shed middleware=shop count=12 interval=1s reasons="other:3 r1:2 r2:1 r3:1 r4:1 r5:1 r6:1 r7:1 r8:1"`}},
+					lines: []string{`time=2025-03-01T12:00:01.250Z level=warn event=shed middleware=shop count=12 interval=1s reasons="other:3 r1:2 r2:1 r3:1 r4:1 r5:1 r6:1 r7:1 r8:1"`}},
 			},
 		},
 		{
 			desc: "reasons are counted afresh in each line",
 			steps: []shedStep{
 				{add: []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8"}, advance: time.Second, fire: true,
-					lines: []string{`time=2025-03-01T12:00:01.250Z event=shed middleware=shop count=8 interval=1s reasons="r1:1 r2:1 r3:1 r4:1 r5:1 r6:1 r7:1 r8:1"`}},
+					lines: []string{`time=2025-03-01T12:00:01.250Z level=warn event=shed middleware=shop count=8 interval=1s reasons="r1:1 r2:1 r3:1 r4:1 r5:1 r6:1 r7:1 r8:1"`}},
 				{add: []string{"r9"}, advance: time.Second, fire: true,
-					lines: []string{`time=2025-03-01T12:00:02.250Z event=shed middleware=shop count=1 interval=1s reasons=r9:1`}},
+					lines: []string{`time=2025-03-01T12:00:02.250Z level=warn event=shed middleware=shop count=1 interval=1s reasons=r9:1`}},
 			},
 		},
 		{
 			desc: "a reason that needs quoting",
 			steps: []shedStep{
 				{add: []string{"no \"slot\""}, advance: time.Second, fire: true,
-					lines: []string{`time=2025-03-01T12:00:01.250Z event=shed middleware=shop count=1 interval=1s reasons="no \"slot\":1"`}},
+					lines: []string{`time=2025-03-01T12:00:01.250Z level=warn event=shed middleware=shop count=1 interval=1s reasons="no \"slot\":1"`}},
 			},
 		},
 	}
@@ -127,7 +127,7 @@ func TestSummaryJSON(t *testing.T) {
 	CountShed(s, "queue-full")
 	r.clock.Add(time.Second)
 	r.fire()
-	want := []string{`{"time":"2025-03-01T12:00:01.250Z","event":"shed","middleware":"shop","count":3,"interval":"1s","reasons":"queue-full:2 miss-rate:1"}`}
+	want := []string{`{"time":"2025-03-01T12:00:01.250Z","level":"warn","event":"shed","middleware":"shop","count":3,"interval":"1s","reasons":"queue-full:2 miss-rate:1"}`}
 	if got := r.take(); !equalLines(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
