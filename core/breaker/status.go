@@ -99,9 +99,10 @@ func (b *Breaker) Counts(now time.Time) Counts {
 	return c
 }
 
-// SetFleetCounts sets the other instances' counts for b's key, which the ratio rules add to
-// b's own window's (zero: b's own alone). They are judged as a result is recorded: a fleet
-// whose ratio has crossed opens each instance's breaker at its next failure or slow call.
+// SetFleetCounts sets the other instances' counts for b's key, which the ratio rules and
+// MaxFailures add to b's own window's (zero: b's own alone). They are judged as a result is
+// recorded: a fleet whose ratio or count has crossed opens each instance's breaker at its
+// next failure or slow call.
 // Closing b clears them until the next call.
 func (b *Breaker) SetFleetCounts(c Counts) {
 	b.mu.Lock()
