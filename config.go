@@ -126,6 +126,7 @@ func (c *Config) settings() (core.Settings, error) {
 		{"limiter.maxPerHost", c.Limiter.MaxPerHost, &s.Limiter.MaxPerHost},
 		{"limiter.maxUpload", c.Limiter.MaxUpload, &s.Limiter.MaxUpload},
 		{"breaker.minRequests", c.Breaker.MinRequests, &s.Breaker.MinRequests},
+		{"breaker.maxFailures", c.Breaker.MaxFailures, &s.Breaker.MaxFailures},
 		{"breaker.probes", c.Breaker.Probes, &s.Breaker.Probes},
 		{"negative.maxEntries", c.Negative.MaxEntries, &s.Negative.MaxEntries},
 		{"missRate.minMisses", c.MissRate.MinMisses, &s.MissRate.MinMisses},
@@ -261,8 +262,9 @@ func parseBool(field, value string) (bool, error) {
 // zeroMeans says what 0 (or empty) means for the counts and durations where it is not the
 // default, so that an error message says what the operator may write instead.
 var zeroMeans = map[string]string{
-	"limiter.maxPerHost": "no cap",
-	"cache.defaultTTL":   "none",
+	"limiter.maxPerHost":  "no cap",
+	"cache.defaultTTL":    "none",
+	"breaker.maxFailures": "off",
 }
 
 // zeroMeaning is what 0 or empty means for field: the default unless zeroMeans says.

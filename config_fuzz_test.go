@@ -50,6 +50,7 @@ var labelFields = []labelField{
 	{"breaker.window", func(c *Config, v string) { c.Breaker.Window = v }},
 	{"breaker.minRequests", func(c *Config, v string) { c.Breaker.MinRequests = v }},
 	{"breaker.failureRatio", func(c *Config, v string) { c.Breaker.FailureRatio = v }},
+	{"breaker.maxFailures", func(c *Config, v string) { c.Breaker.MaxFailures = v }},
 	{"breaker.openFor", func(c *Config, v string) { c.Breaker.OpenFor = v }},
 	{"breaker.maxOpenFor", func(c *Config, v string) { c.Breaker.MaxOpenFor = v }},
 	{"breaker.countStatus500", func(c *Config, v string) { c.Breaker.CountStatus500 = v }},

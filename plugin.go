@@ -170,6 +170,8 @@ type BreakerConfig struct {
 	MinRequests string `json:"minRequests,omitempty"`
 	// FailureRatio at or above which it opens ("0.5").
 	FailureRatio string `json:"failureRatio,omitempty"`
+	// MaxFailures in the window open it whatever the ratio and MinRequests ("0": off).
+	MaxFailures string `json:"maxFailures,omitempty"`
 	// OpenFor is the first open period ("5s", give or take 20%); it doubles on each failed
 	// probe up to MaxOpenFor ("60s").
 	OpenFor    string `json:"openFor,omitempty"`
@@ -190,8 +192,9 @@ type BreakerConfig struct {
 	Paths []string `json:"paths,omitempty"`
 	// Overrides give scope keys parameters of their own, one string each:
 	// "api.example.com: window=30s failureRatio=0.3" (names: window, minRequests,
-	// failureRatio, openFor, maxOpenFor). A list, not a map: hosts hold dots, which labels
-	// would split into nested keys.
+	// failureRatio, maxFailures, openFor, maxOpenFor, slowCall, slowCallRatio, probes,
+	// probeInterval). A list, not a map: hosts hold dots, which labels would split into
+	// nested keys.
 	Overrides []string `json:"overrides,omitempty"`
 }
 

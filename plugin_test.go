@@ -40,6 +40,8 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"breaker flag", func(c *Config) { c.Breaker.CountStatus500 = "maybe" }, "breaker.countStatus500", "maybe"},
 		{"breaker window", func(c *Config) { c.Breaker.Window = "-1s" }, "breaker.window", "-1s"},
 		{"breaker 429 flag", func(c *Config) { c.Breaker.CountStatus429 = "perhaps" }, "breaker.countStatus429", "perhaps"},
+		{"breaker max failures", func(c *Config) { c.Breaker.MaxFailures = "-1" }, "breaker.maxFailures", "-1"},
+		{"breaker max failures not a count", func(c *Config) { c.Breaker.MaxFailures = "three" }, "breaker.maxFailures", "three"},
 		{"breaker slow call", func(c *Config) { c.Breaker.SlowCall = "slow" }, "breaker.slowCall", "slow"},
 		{"breaker slow call ratio", func(c *Config) { c.Breaker.SlowCallRatio = "0" }, "breaker.slowCallRatio", "0"},
 		{"breaker probes", func(c *Config) { c.Breaker.Probes = "three" }, "breaker.probes", "three"},
@@ -194,6 +196,7 @@ func TestConfigFromLabelStrings(t *testing.T) {
 	c.Breaker.SlowCallRatio = "0.3"
 	c.Breaker.Probes = "3"
 	c.Breaker.ProbeInterval = "2"
+	c.Breaker.MaxFailures = " 3 "
 	s, err := c.settings()
 	if err != nil {
 		t.Fatalf("settings: %v", err)
@@ -205,8 +208,8 @@ func TestConfigFromLabelStrings(t *testing.T) {
 		t.Errorf("BreakerPaths = %q, want %q (longest first)", got, want)
 	}
 	if b := s.Breaker; !s.BreakerIgnoreStatus429 || b.SlowCall != 200*time.Millisecond || b.SlowCallRatio != 0.3 ||
-		b.Probes != 3 || b.ProbeInterval != 2*time.Second {
-		t.Errorf("breaker settings = %+v, ignore 429 %v; want slowCall 200ms, ratio 0.3, 3 probes 2s apart, 429 ignored",
+		b.Probes != 3 || b.ProbeInterval != 2*time.Second || b.MaxFailures != 3 {
+		t.Errorf("breaker settings = %+v, ignore 429 %v; want slowCall 200ms, ratio 0.3, 3 probes 2s apart, maxFailures 3, 429 ignored",
 			b, s.BreakerIgnoreStatus429)
 	}
 	if !s.StoreNoNearCache {

@@ -87,6 +87,11 @@ func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
 		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
 			events.Float("ratio", float64(st.TripSlow)/float64(n)), events.Int("slow", st.TripSlow), events.Int("requests", n),
 			events.Dur("slow_call", st.Params.SlowCall), events.Dur("open_for", st.OpenLeft))
+	case change == breaker.Tripped && st.TripReason == breaker.ReasonMaxFailures:
+		// A count, not a share: the window's length says what the count was measured over.
+		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
+			events.Int("failures", st.TripFailures), events.Int("requests", st.TripOK+st.TripFailures),
+			events.Dur("window", st.Params.Window), events.Dur("open_for", st.OpenLeft))
 	case change == breaker.Tripped:
 		ratio := 0.0
 		if n := st.TripOK + st.TripFailures; n > 0 {

@@ -114,8 +114,8 @@ type Breaker struct {
 	Slow int `json:"slow,omitempty"`
 	// ProbesOK is how many probes in a row succeeded while half-open, of breaker.probes.
 	ProbesOK int `json:"probesOK,omitempty"`
-	// Reason is why it last opened on its own ("failure-ratio", "slow-calls",
-	// "retry-after", "probe-failed", "probe-slow"); empty before it ever did.
+	// Reason is why it last opened on its own ("failure-ratio", "max-failures",
+	// "slow-calls", "retry-after", "probe-failed", "probe-slow"); empty before it ever did.
 	Reason string `json:"reason,omitempty"`
 	// Declared marks a key added by hand or given an override.
 	Declared bool `json:"declared,omitempty"`

@@ -1,9 +1,10 @@
 // Package breaker is Weir's circuit breaker: it watches the results of origin fetches over a
 // sliding window and, when too many fail, keeps fetches from reaching the origin for a while,
 // then lets one probe through to learn whether the origin has recovered (FR-CB-1 to FR-CB-5).
-// With Settings.ConsecutiveFailures it opens on failures in a row instead, the rule of the
-// shared store's breaker (FR-STF-2): one trip rule or the other, the same open periods,
-// probes and generations.
+// Settings.MaxFailures adds a count to the ratios: that many failures in the window open it,
+// however few results there were. With Settings.ConsecutiveFailures it opens on failures in a
+// row instead, the rule of the shared store's breaker (FR-STF-2): one trip rule or the other,
+// the same open periods, probes and generations.
 //
 // A breaker knows nothing of HTTP: the engine decides what counts as a failure, what to serve
 // while a breaker is open, and how to share open deadlines between instances. Its state is a
@@ -86,6 +87,8 @@ const (
 	// ReasonSlowCalls: the window held MinRequests results and SlowCallRatio of them were
 	// slower than SlowCall.
 	ReasonSlowCalls = "slow-calls"
+	// ReasonMaxFailures: the window held MaxFailures failures, however many results.
+	ReasonMaxFailures = "max-failures"
 	// ReasonConsecutiveFailures: ConsecutiveFailures failures in a row.
 	ReasonConsecutiveFailures = "consecutive-failures"
 	// ReasonRetryAfter: a failure came with the origin's own wait (RecordCall's retryAfter),
@@ -155,9 +158,10 @@ type Breaker struct {
 	// lastFailure is the HTTP status of the last failure recorded; 0 for none, or for
 	// failures that carry no status.
 	lastFailure int
-	// tripCounts is the window's counts when a ratio last tripped it, for the event that says
-	// why it opened; tripReason why it last opened on its own (ReasonFailureRatio, ...), and
-	// tripRetryAfter the origin's wait it obeyed then, capped at MaxOpenFor (zero: none).
+	// tripCounts is the window's counts when a ratio or MaxFailures last tripped it, for the
+	// event that says why it opened; tripReason why it last opened on its own
+	// (ReasonFailureRatio, ...), and tripRetryAfter the origin's wait it obeyed then, capped
+	// at MaxOpenFor (zero: none).
 	tripCounts     Counts
 	tripReason     string
 	tripRetryAfter time.Duration
@@ -261,7 +265,8 @@ func (b *Breaker) Record(p Permit, status int, failed bool, now time.Time) int {
 // all come back at once: the origin said when to come back.
 // Otherwise, with MinRequests results in the window and at least FailureRatio of them failed
 // (FR-CB-2), or, with SlowCall set, at least SlowCallRatio of them slower than SlowCall,
-// successes or not, the breaker opens; under ConsecutiveFailures, with that many failures in
+// successes or not, or, with MaxFailures set, that many failures in the window, whatever the
+// results' number, the breaker opens; under ConsecutiveFailures, with that many failures in
 // a row. A probe that succeeds in time closes the breaker once Probes have in a row, and
 // clears the counts; a probe that fails or is slow reopens it for twice as long, up to
 // MaxOpenFor (FR-CB-3, FR-CB-4), or for the origin's retryAfter if that is longer. Results
@@ -339,18 +344,22 @@ func (b *Breaker) RecordCall(p Permit, status int, failed bool, took, retryAfter
 	return change
 }
 
-// tripRule returns why counts c open a breaker on s, ReasonFailureRatio or ReasonSlowCalls,
-// or "" if they do not. The ratio rules read the counts alone, so that counts gathered
-// elsewhere (Counts.Add) are judged the same way.
+// tripRule returns why counts c open a breaker on s, ReasonFailureRatio, ReasonMaxFailures
+// or ReasonSlowCalls, or "" if they do not. The rules read the counts alone, so that counts
+// gathered elsewhere (Counts.Add) are judged the same way: with a fleet, MaxFailures counts
+// the failures every instance saw of the origin. A window that meets several rules names the
+// first of failure-ratio, max-failures and slow-calls: failures before slowness.
 func tripRule(s *Settings, c Counts) string {
 	total := c.OK + c.Failures
-	if total < s.MinRequests || total == 0 {
-		return ""
-	}
-	if float64(c.Failures) >= s.FailureRatio*float64(total) {
+	enough := total >= s.MinRequests && total > 0
+	if enough && float64(c.Failures) >= s.FailureRatio*float64(total) {
 		return ReasonFailureRatio
 	}
-	if s.SlowCall > 0 && float64(c.Slow) >= s.SlowCallRatio*float64(total) {
+	// The count ignores MinRequests: a few failures are the evidence it asks for.
+	if s.MaxFailures > 0 && c.Failures >= s.MaxFailures {
+		return ReasonMaxFailures
+	}
+	if enough && s.SlowCall > 0 && float64(c.Slow) >= s.SlowCallRatio*float64(total) {
 		return ReasonSlowCalls
 	}
 	return ""

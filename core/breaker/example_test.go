@@ -92,7 +92,7 @@ func ExampleParseOverride() {
 	// api.example.com [window=30s failureRatio=0.3]
 	// [2001:db8::1] [openFor=10s maxOpenFor=2m0s]
 	// quiet.example.com []
-	// breaker.overrides: "api.example.com: threshold=0.3": "threshold": unknown name: want window, minRequests, failureRatio, openFor, maxOpenFor, slowCall, slowCallRatio, probes or probeInterval: invalid setting
+	// breaker.overrides: "api.example.com: threshold=0.3": "threshold": unknown name: want window, minRequests, failureRatio, maxFailures, openFor, maxOpenFor, slowCall, slowCallRatio, probes or probeInterval: invalid setting
 }
 
 // An operator tunes one host's breaker, declares another before it sees any traffic, and

@@ -19,6 +19,9 @@ type Override struct {
 	MinRequests int
 	// FailureRatio is the share of failures that opens the breaker. At most 1.
 	FailureRatio float64
+	// MaxFailures is how many failures in the window open the breaker, whatever the ratio
+	// (Settings.MaxFailures).
+	MaxFailures int
 	// OpenFor is how long the breaker stays open when it first trips.
 	OpenFor time.Duration
 	// MaxOpenFor caps the open period as failed probes double it.
@@ -63,7 +66,8 @@ func (o Override) over(s Settings) Settings {
 			*d.to = d.from
 		}
 	}
-	for _, n := range []struct{ from, to *int }{{&o.MinRequests, &s.MinRequests}, {&o.Probes, &s.Probes}} {
+	for _, n := range []struct{ from, to *int }{{&o.MinRequests, &s.MinRequests}, {&o.MaxFailures, &s.MaxFailures},
+		{&o.Probes, &s.Probes}} {
 		if *n.from != 0 {
 			*n.to = *n.from
 		}
@@ -79,7 +83,7 @@ func (o Override) over(s Settings) Settings {
 // Params returns the parameters of s that an Override may set, as an Override.
 func (s Settings) Params() Override {
 	return Override{Window: s.Window, MinRequests: s.MinRequests, FailureRatio: s.FailureRatio,
-		OpenFor: s.OpenFor, MaxOpenFor: s.MaxOpenFor, SlowCall: s.SlowCall, SlowCallRatio: s.SlowCallRatio,
+		MaxFailures: s.MaxFailures, OpenFor: s.OpenFor, MaxOpenFor: s.MaxOpenFor, SlowCall: s.SlowCall, SlowCallRatio: s.SlowCallRatio,
 		Probes: s.Probes, ProbeInterval: s.ProbeInterval}
 }
 
@@ -97,6 +101,7 @@ func (o Override) Params() []Param {
 		{"window", o.Window.String(), o.Window != 0},
 		{"minRequests", strconv.Itoa(o.MinRequests), o.MinRequests != 0},
 		{"failureRatio", ratio(o.FailureRatio), o.FailureRatio != 0},
+		{"maxFailures", strconv.Itoa(o.MaxFailures), o.MaxFailures != 0},
 		{"openFor", o.OpenFor.String(), o.OpenFor != 0},
 		{"maxOpenFor", o.MaxOpenFor.String(), o.MaxOpenFor != 0},
 		{"slowCall", o.SlowCall.String(), o.SlowCall != 0},
@@ -232,6 +237,7 @@ func (b *Breaker) setOverride(o Override, s Settings) {
 	}
 	b.s.MinRequests = s.MinRequests
 	b.s.FailureRatio = s.FailureRatio
+	b.s.MaxFailures = s.MaxFailures
 	b.s.OpenFor = s.OpenFor
 	b.s.MaxOpenFor = s.MaxOpenFor
 	b.s.SlowCall = s.SlowCall

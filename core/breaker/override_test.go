@@ -245,9 +245,9 @@ func TestOverrideString(t *testing.T) {
 	}{
 		{desc: "zero", o: Override{}, want: ""},
 		{desc: "some", o: Override{FailureRatio: 0.3, Window: 30 * time.Second}, want: "window=30s failureRatio=0.3"},
-		{desc: "all", o: Override{Window: time.Minute, MinRequests: 50, FailureRatio: 1, OpenFor: 10 * time.Second, MaxOpenFor: 2 * time.Minute,
-			SlowCall: 2 * time.Second, SlowCallRatio: 0.4, Probes: 3, ProbeInterval: 500 * time.Millisecond},
-			want: "window=1m0s minRequests=50 failureRatio=1 openFor=10s maxOpenFor=2m0s slowCall=2s slowCallRatio=0.4 probes=3 probeInterval=500ms"},
+		{desc: "all", o: Override{Window: time.Minute, MinRequests: 50, FailureRatio: 1, MaxFailures: 3, OpenFor: 10 * time.Second,
+			MaxOpenFor: 2 * time.Minute, SlowCall: 2 * time.Second, SlowCallRatio: 0.4, Probes: 3, ProbeInterval: 500 * time.Millisecond},
+			want: "window=1m0s minRequests=50 failureRatio=1 maxFailures=3 openFor=10s maxOpenFor=2m0s slowCall=2s slowCallRatio=0.4 probes=3 probeInterval=500ms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

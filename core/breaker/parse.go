@@ -12,6 +12,7 @@ const (
 	setWindow = 1 << iota
 	setMinRequests
 	setFailureRatio
+	setMaxFailures
 	setOpenFor
 	setMaxOpenFor
 	setSlowCall
@@ -36,12 +37,13 @@ const (
 // Breakers are per host, not per port, so "api.example.com:8443" and "api.example.com" name
 // one breaker; a Group reduces the key further under scope domain (Group.SetOverride).
 //
-// The names are window, minRequests, failureRatio, openFor, maxOpenFor, slowCall,
+// The names are window, minRequests, failureRatio, maxFailures, openFor, maxOpenFor, slowCall,
 // slowCallRatio, probes and probeInterval, matched whatever their case, as Traefik matches
 // option names. window, openFor, maxOpenFor, slowCall and probeInterval are Go durations
-// (30s, 1m30s), minRequests and probes whole numbers, failureRatio and slowCallRatio numbers
-// above 0 and at most 1. Each name may be given once and every value must be above zero: a name left out
-// keeps the group's default. Errors name the part at fault and wrap ErrInvalidSetting.
+// (30s, 1m30s), minRequests, maxFailures and probes whole numbers, failureRatio and
+// slowCallRatio numbers above 0 and at most 1. Each name may be given once and every value
+// must be above zero: a name left out keeps the group's default. Errors name the part at
+// fault and wrap ErrInvalidSetting.
 //
 // The configuration holds a list of these strings rather than a map from host to settings
 // because host names hold dots, which Docker labels split into nested keys.
@@ -172,6 +174,7 @@ func setField(o *Override, pair string) (int, error) {
 		{"window", setWindow, &o.Window, nil, nil},
 		{"minrequests", setMinRequests, nil, &o.MinRequests, nil},
 		{"failureratio", setFailureRatio, nil, nil, &o.FailureRatio},
+		{"maxfailures", setMaxFailures, nil, &o.MaxFailures, nil},
 		{"openfor", setOpenFor, &o.OpenFor, nil, nil},
 		{"maxopenfor", setMaxOpenFor, &o.MaxOpenFor, nil, nil},
 		{"slowcall", setSlowCall, &o.SlowCall, nil, nil},
@@ -190,7 +193,7 @@ func setField(o *Override, pair string) (int, error) {
 		}
 	}
 	if bit == 0 {
-		return 0, fmt.Errorf("%q: unknown name: want window, minRequests, failureRatio, openFor, maxOpenFor, slowCall, slowCallRatio, probes or probeInterval: %w", name, ErrInvalidSetting)
+		return 0, fmt.Errorf("%q: unknown name: want window, minRequests, failureRatio, maxFailures, openFor, maxOpenFor, slowCall, slowCallRatio, probes or probeInterval: %w", name, ErrInvalidSetting)
 	}
 	var err error
 	zero := false
@@ -217,7 +220,7 @@ func setField(o *Override, pair string) (int, error) {
 // kindOf names what the value of the field with bit must be.
 func kindOf(bit int) string {
 	switch bit {
-	case setMinRequests, setProbes:
+	case setMinRequests, setMaxFailures, setProbes:
 		return "whole number"
 	case setFailureRatio, setSlowCallRatio:
 		return "number"

@@ -84,6 +84,13 @@ type Settings struct {
 	// FailureRatio is the share of failed fetches, at or above which the breaker opens.
 	// Zero: DefaultFailureRatio. At most 1.
 	FailureRatio float64
+	// MaxFailures, when above zero, opens the breaker once the window holds this many
+	// failures, whatever their share of the results and however few results there were
+	// (MinRequests does not apply): the rule for an origin whose every failure is costly, or
+	// that is called too seldom for a ratio to mean anything. It adds to the ratio rules;
+	// whichever is met first opens the breaker. Zero: off, only the ratios open it. Unused
+	// under ConsecutiveFailures.
+	MaxFailures int
 	// OpenFor is how long the breaker stays open when it first trips. Zero: DefaultOpenFor.
 	OpenFor time.Duration
 	// MaxOpenFor caps the open period, which doubles after each failed probe.
@@ -105,7 +112,8 @@ type Settings struct {
 	MaxBreakers int
 	// ConsecutiveFailures, when above zero, is the trip rule instead of the ratio: the
 	// breaker opens after this many failures in a row, however few results there were, and
-	// a success starts the count again; Window, MinRequests and FailureRatio are then unused.
+	// a success starts the count again; Window, MinRequests, FailureRatio and MaxFailures
+	// are then unused.
 	// Suited to a dependency every call of which should succeed (Weir's shared store), where
 	// waiting for MinRequests results would pay one timeout per request for as long. Under
 	// this rule a closed breaker with no failure counted lets fetches through without its
@@ -174,6 +182,7 @@ func (s Settings) validateFields() error {
 		{s.Window == 0 || s.Window >= 10*time.Millisecond, "breaker.window", s.Window, "must be at least 10ms"},
 		{s.MinRequests >= 0, "breaker.minRequests", s.MinRequests, ruleNotNegative},
 		{setting.IsRatio(s.FailureRatio), "breaker.failureRatio", s.FailureRatio, ruleRatio},
+		{s.MaxFailures >= 0, "breaker.maxFailures", s.MaxFailures, ruleNotNegative},
 		{s.OpenFor >= 0, "breaker.openFor", s.OpenFor, ruleNotNegative},
 		{s.MaxOpenFor >= 0, "breaker.maxOpenFor", s.MaxOpenFor, ruleNotNegative},
 		{setting.IsRatio(s.Jitter) && s.Jitter < 1, "breaker.jitter", s.Jitter, "must be at least 0 and less than 1"},

@@ -13,7 +13,7 @@ func TestSettingsDefaults(t *testing.T) {
 		d.OpenFor != 5*time.Second || d.MaxOpenFor != 60*time.Second || d.Jitter != 0.2 ||
 		d.ProbeTimeout != DefaultProbeTimeout || d.MaxBreakers != DefaultMaxBreakers ||
 		d.Scope != ScopeHost || d.Rand == nil || d.SlowCall != 0 || d.SlowCallRatio != DefaultSlowCallRatio ||
-		d.Probes != DefaultProbes || d.ProbeInterval != DefaultProbeInterval {
+		d.Probes != DefaultProbes || d.ProbeInterval != DefaultProbeInterval || d.MaxFailures != 0 {
 		t.Errorf("withDefaults() = %+v, want the documented defaults", d)
 	}
 	if r := d.Rand(); r < 0 || r >= 1 {
@@ -35,6 +35,8 @@ func TestSettingsValidate(t *testing.T) {
 		{desc: "negative min requests", s: Settings{MinRequests: -1}, want: "breaker.minRequests: -1 must not be negative"},
 		{desc: "ratio above one", s: Settings{FailureRatio: 1.5}, want: "breaker.failureRatio: 1.5 must be between 0 and 1"},
 		{desc: "negative ratio", s: Settings{FailureRatio: -0.1}, want: "breaker.failureRatio: -0.1"},
+		{desc: "max failures", s: Settings{MaxFailures: 3}},
+		{desc: "negative max failures", s: Settings{MaxFailures: -1}, want: "breaker.maxFailures: -1 must not be negative"},
 		{desc: "negative open for", s: Settings{OpenFor: -time.Second}, want: "breaker.openFor: -1s"},
 		{desc: "negative max open for", s: Settings{MaxOpenFor: -time.Second}, want: "breaker.maxOpenFor: -1s"},
 		{desc: "max below open", s: Settings{OpenFor: 90 * time.Second}, want: "breaker.maxOpenFor: 1m0s must not be less than breaker.openFor (1m30s)"},

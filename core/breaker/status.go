@@ -31,11 +31,12 @@ type Status struct {
 	// 0 for none.
 	LastFailure int
 	// TripOK, TripFailures and TripSlow are the window's counts when a ratio (of failures
-	// or of slow calls) last tripped the breaker; zero before one ever did.
+	// or of slow calls) or MaxFailures last tripped the breaker; zero before one ever did.
 	TripOK, TripFailures, TripSlow int
 	// TripReason is why the breaker last opened on its own (ReasonFailureRatio,
-	// ReasonSlowCalls, ReasonRetryAfter, ...); empty before it ever did. TripRetryAfter is
-	// the origin's wait that it obeyed then, capped at MaxOpenFor; zero for other reasons.
+	// ReasonMaxFailures, ReasonSlowCalls, ReasonRetryAfter, ...); empty before it ever did.
+	// TripRetryAfter is the origin's wait that it obeyed then, capped at MaxOpenFor; zero for
+	// other reasons.
 	TripReason     string
 	TripRetryAfter time.Duration
 	// OK, Failures and Slow are the results counted in the window (only while closed). Under
@@ -98,9 +99,10 @@ func (b *Breaker) Counts(now time.Time) Counts {
 	return c
 }
 
-// SetFleetCounts sets the other instances' counts for b's key, which the ratio rules add to
-// b's own window's (zero: b's own alone). They are judged as a result is recorded: a fleet
-// whose ratio has crossed opens each instance's breaker at its next failure or slow call.
+// SetFleetCounts sets the other instances' counts for b's key, which the ratio rules and
+// MaxFailures add to b's own window's (zero: b's own alone). They are judged as a result is
+// recorded: a fleet whose ratio or count has crossed opens each instance's breaker at its
+// next failure or slow call.
 // Closing b clears them until the next call.
 func (b *Breaker) SetFleetCounts(c Counts) {
 	b.mu.Lock()

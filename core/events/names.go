@@ -8,10 +8,12 @@ const (
 	// BreakerOpened: an origin breaker opened on its own, a trip of a closed breaker or a
 	// failed probe.
 	// Fields: scope (Str, the breaker's scope key, with its breaker.paths prefix if any),
-	// reason (Str: "failure-ratio", "slow-calls", "retry-after", "probe-failed" or
-	// "probe-slow"), then by reason:
+	// reason (Str: "failure-ratio", "max-failures", "slow-calls", "retry-after",
+	// "probe-failed" or "probe-slow"), then by reason:
 	//   - failure-ratio: ratio (Float, the window's failure ratio), failures and requests
 	//     (Int, the results the window counted);
+	//   - max-failures: failures and requests (Int, as for failure-ratio), window (Dur,
+	//     breaker.window, what the failures were counted over);
 	//   - slow-calls: ratio (Float, the window's share of slow calls), slow and requests
 	//     (Int), slow_call (Dur, breaker.slowCall);
 	//   - retry-after: status (Int, the origin's 429 or 503), retry_after (Dur, the wait it
