@@ -231,7 +231,7 @@ func bench(ctx context.Context, o options) error {
 			cpuBefore, cpuErr := e2e.ProcessCPU(tr.Pid())
 			rate, err := gen.run(ctx, tr.URL(t.path), o.duration)
 			if err != nil {
-				return fmt.Errorf("round %d %s: %w", r, t.name, err)
+				return fmt.Errorf("round %d %s: %w\nTraefik's log:\n%s", r, t.name, err, tr.LogTail(40))
 			}
 			cpuAfter, err := e2e.ProcessCPU(tr.Pid())
 			cpu := 0.0
