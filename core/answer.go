@@ -53,6 +53,9 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, a *answer) {
 	now := h.s.Now()
 	if o := outcomeOf(a, now); o >= 0 {
 		count(h.e.metrics.outcomes, o)
+		if o == outcomeStale {
+			countStale(h.e, a.detail)
+		}
 	}
 	hdr := w.Header()
 	if a.retryAfter > 0 {

@@ -77,11 +77,12 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		e:      e,
-		next:   next,
-		s:      s,
-		keyer:  httpcache.NewKeyer(s.QueryDrop),
-		policy: httpcache.Policy{DefaultTTL: s.DefaultTTL, MaxEntrySize: s.MaxEntrySize},
+		e:     e,
+		next:  next,
+		s:     s,
+		keyer: httpcache.NewKeyer(s.QueryDrop),
+		policy: httpcache.Policy{DefaultTTL: s.DefaultTTL, MaxEntrySize: s.MaxEntrySize,
+			StaleIfError: s.Stale.IfError, StaleWhileRevalidate: s.Stale.WhileRevalidate},
 		mem:    e.mem,
 		shared: fallbackOf(e.store),
 		hot:    e.hot,

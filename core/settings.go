@@ -77,6 +77,8 @@ type Settings struct {
 	Pacing []Pace
 	// Clients are the slow clients' limits (clients.*); zero fields are their defaults.
 	Clients ClientSettings
+	// Stale is the operator's stale policy (stale.*); zero: off.
+	Stale StaleSettings
 	// Warm is warming (warm.*): paths fetched into the cache on start and after a purge of
 	// everything. No hosts or no paths: off.
 	Warm WarmSettings
@@ -201,6 +203,8 @@ func (s Settings) validate() error {
 		{"timeouts.origin", s.OriginTimeout},
 		{"timeouts.store", s.StoreTimeout},
 		{"clients.bodyIdle", s.Clients.BodyIdle},
+		{"stale.ifError", s.Stale.IfError},
+		{"stale.whileRevalidate", s.Stale.WhileRevalidate},
 	}
 	for _, c := range checks {
 		if c.v < 0 {

@@ -30,9 +30,13 @@ var outcomeNames = []string{"hit", "stale", "miss", "pass", "negative", "shed", 
 // (core/metrics: a third of a call to metrics.Inc under Yaegi); what the mechanisms hold is
 // read when the metrics are written, by collect functions.
 type engineMetrics struct {
-	reg            *metrics.Registry
-	outcomes       []*metrics.Counter
-	shed           []*metrics.Counter
+	reg      *metrics.Registry
+	outcomes []*metrics.Counter
+	shed     []*metrics.Counter
+	// stale counts stale answers by why they were served (staleCauses); staleAt finds a
+	// cause's counter by name.
+	stale          []*metrics.Counter
+	staleAt        map[string]int
 	coalesced      *metrics.Counter
 	shortCircuited *metrics.Counter
 	anomalies      *metrics.Counter
@@ -64,6 +68,15 @@ func newEngineMetrics(name string) (*engineMetrics, error) {
 	if m.shed, err = r.CounterFamily("weir_shed_total", "Requests kept from the origin by a protection, by the reason their Cache-Status names.",
 		[]string{"reason"}, one(reasonNames())); err != nil {
 		return nil, err
+	}
+	causes := staleCauses()
+	if m.stale, err = r.CounterFamily("weir_stale_total", "Stale answers served, by why: stale-while-revalidate (a refresh under way), stale-if-error (the origin failed), coalesce-timeout, or the reason of the refusal they answered.",
+		[]string{"reason"}, one(causes)); err != nil {
+		return nil, err
+	}
+	m.staleAt = make(map[string]int, len(causes))
+	for i, c := range causes {
+		m.staleAt[c] = i
 	}
 	if m.coalesced, err = r.Counter("weir_coalesced_total", "Requests answered by another request's origin fetch (followers of a flight)."); err != nil {
 		return nil, err
@@ -133,6 +146,14 @@ func count(cs []*metrics.Counter, i int) {
 func countShed(e *engine, why *reason) {
 	events.CountShed(e.events.summary(), why.name)
 	count(e.metrics.shed, why.index)
+}
+
+// countStale counts a stale answer served for cause (a staleCauses name; the Cache-Status
+// detail it carries).
+func countStale(e *engine, cause string) {
+	if i, ok := e.metrics.staleAt[cause]; ok {
+		count(e.metrics.stale, i)
+	}
 }
 
 // reasonNames are the registered reasons' names, in their order: weir_shed_total's labels.
