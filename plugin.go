@@ -31,10 +31,20 @@ type Config struct {
 	Clients   ClientsConfig   `json:"clients,omitempty"`
 	Warm      WarmConfig      `json:"warm,omitempty"`
 	Stale     StaleConfig     `json:"stale,omitempty"`
+	Refusal   RefusalConfig   `json:"refusal,omitempty"`
 	// Pacing spaces the requests that reach a host, or every host of a domain, evenly: one
 	// string each, "feeds.example.com=3/10s" (rates N/10s, N/1s or N/1m). A list, not a map:
 	// hosts hold dots, which labels would split into nested keys.
 	Pacing []string `json:"pacing,omitempty"`
+}
+
+// RefusalConfig is how Weir's refusals (503 and 429 with Retry-After) read to browsers.
+type RefusalConfig struct {
+	// Body is an HTML page, a Go html/template, sent to clients that prefer HTML in place of
+	// the line of text: {{.detail}} is the reason, {{.retryAfter}} the seconds to wait,
+	// {{.status}} the status ("": the line of text). Clients that prefer JSON get
+	// {"error": ..., "retryAfter": ...} either way.
+	Body string `json:"body,omitempty"`
 }
 
 // StaleConfig is the operator's stale policy: how long a stored answer whose origin sent no

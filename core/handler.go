@@ -1,6 +1,7 @@
 package core
 
 import (
+	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
@@ -44,6 +45,8 @@ type Handler struct {
 	now func() time.Time
 	// admin serves admin.path; nil when it is off.
 	admin *admin.Handler
+	// refusalPage is refusal.body, parsed; nil when unset.
+	refusalPage *template.Template
 	// hits and passes are the engine's counts of the two answers written outside write: the
 	// fresh hit and the pass-through. Pointers to the counters' values, so that the hit path
 	// takes one selector to reach it (docs/yaegi.md).
@@ -116,6 +119,8 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 	if s.AdminPath != "" {
 		h.admin = newAdmin(e, s)
 	}
+	// validate parsed it already.
+	h.refusalPage, _ = refusalPage(s.RefusalBody)
 	// Warming goes through the last handler built: the latest settings, and a router's
 	// service as next.
 	e.warm.use(h)

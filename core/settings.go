@@ -79,6 +79,9 @@ type Settings struct {
 	Clients ClientSettings
 	// Stale is the operator's stale policy (stale.*); zero: off.
 	Stale StaleSettings
+	// RefusalBody is refusal.body: an html/template page for refusals to clients that prefer
+	// HTML, given detail, retryAfter and status. Empty: the line of text.
+	RefusalBody string
 	// Warm is warming (warm.*): paths fetched into the cache on start and after a purge of
 	// everything. No hosts or no paths: off.
 	Warm WarmSettings
@@ -230,6 +233,9 @@ func (s Settings) validate() error {
 		return fmt.Errorf("%w: %v", ErrSettings, err)
 	}
 	if err := s.validateAdmin(); err != nil {
+		return err
+	}
+	if _, err := refusalPage(s.RefusalBody); err != nil {
 		return err
 	}
 	if err := s.Warm.validate(); err != nil {

@@ -1,7 +1,14 @@
 package core
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -98,7 +105,7 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.E
 		return
 	}
 	h.write(w, r, &answer{status: why.status, text: why.text, cache: cacheStatus, detail: why.name + f.param,
-		retryAfter: f.retryAfter, refused: true})
+		retryAfter: f.retryAfter, refused: true, negotiated: true})
 }
 
 // staleAnswers tells whether stale may answer a request refused for why at now.
@@ -118,4 +125,147 @@ func staleAnswers(why *reason, stale *store.Entry, now time.Time) bool {
 // answer (RFC 5861 sections 3 and 4).
 func servableStale(stale *store.Entry, now time.Time) bool {
 	return stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil))
+}
+
+// Refusal bodies. A refusal, and a negative entry's answer, keep their status, Retry-After
+// and Cache-Status whatever the body: {"error": "<detail>", "retryAfter": <seconds>} for a
+// client whose Accept prefers JSON to HTML and text (an API's), refusal.body filled in for
+// one that prefers HTML when the operator set it (a branded "back soon" page), else the
+// reason's line of text.
+
+// The bodies a refusal may take (acceptedBody).
+const (
+	bodyText = 0
+	bodyJSON = 1
+	bodyHTML = 2
+)
+
+// refusalBody writes the body of a, an answer of Weir's own whose status and fields are set,
+// as r's Accept asks for it.
+func (h *Handler) refusalBody(w http.ResponseWriter, r *http.Request, a *answer) {
+	hdr := w.Header()
+	hdr["X-Content-Type-Options"] = []string{"nosniff"}
+	seconds := int64(0)
+	if a.retryAfter > 0 {
+		seconds = ceilSeconds(a.retryAfter)
+	}
+	switch acceptedBody(r.Header["Accept"], h.refusalPage != nil) {
+	case bodyJSON:
+		body, _ := json.Marshal(refusalJSON{Error: a.detail, RetryAfter: seconds})
+		hdr["Content-Type"] = []string{"application/json"}
+		w.WriteHeader(a.status)
+		w.Write(append(body, '\n'))
+		return
+	case bodyHTML:
+		var page bytes.Buffer
+		data := map[string]interface{}{"detail": a.detail, "retryAfter": seconds, "status": a.status}
+		if err := h.refusalPage.Execute(&page, data); err == nil {
+			hdr["Content-Type"] = []string{"text/html; charset=utf-8"}
+			w.WriteHeader(a.status)
+			w.Write(page.Bytes())
+			return
+		}
+		// The page was parsed and tried in New: one that fails now leaves the line of text.
+	}
+	hdr["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	w.WriteHeader(a.status)
+	w.Write([]byte(a.text + "\n"))
+}
+
+// refusalPage parses refusal.body and tries it on a refusal's values, so that a page that
+// cannot be written fails New rather than a client's answer; nil for none.
+func refusalPage(body string) (*template.Template, error) {
+	if strings.TrimSpace(body) == "" {
+		return nil, nil
+	}
+	t, err := template.New("refusal.body").Parse(body)
+	if err == nil {
+		err = t.Execute(io.Discard, map[string]interface{}{"detail": "circuit-open", "retryAfter": int64(5), "status": 503})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: refusal.body: %q is not an HTML page such as \"<p>Back in {{.retryAfter}}s</p>\": %v", ErrSettings, shorten(body), err)
+	}
+	return t, nil
+}
+
+// shorten is s cut to a length an error message can quote.
+func shorten(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
+}
+
+// refusalJSON is a refusal's body for a JSON client.
+type refusalJSON struct {
+	Error      string `json:"error"`
+	RetryAfter int64  `json:"retryAfter"`
+}
+
+// acceptedBody is the body a client with the Accept field values accept prefers (RFC 9110
+// section 12.5.1): JSON when it weighs application/json (or application/*) above both
+// text/html and text/plain; HTML when it weighs text/html above both and a page is set
+// (html); else the line of text. No Accept, or */* alone, is text.
+func acceptedBody(accept []string, html bool) int {
+	if len(accept) == 0 {
+		return bodyText
+	}
+	var jsonQ, htmlQ, textQ, anyQ float64 = -1, -1, -1, -1
+	var appQ, textAnyQ float64 = -1, -1
+	for _, v := range accept {
+		for _, member := range strings.Split(v, ",") {
+			mt, q := acceptMember(member)
+			switch mt {
+			case "application/json":
+				jsonQ = q
+			case "application/*":
+				appQ = q
+			case "text/html":
+				htmlQ = q
+			case "text/plain":
+				textQ = q
+			case "text/*":
+				textAnyQ = q
+			case "*/*":
+				anyQ = q
+			}
+		}
+	}
+	// A specific type's weight, else its range's, else */*'s.
+	pick := func(q, rangeQ float64) float64 {
+		switch {
+		case q >= 0:
+			return q
+		case rangeQ >= 0:
+			return rangeQ
+		}
+		return anyQ
+	}
+	j, hq, tq := pick(jsonQ, appQ), pick(htmlQ, textAnyQ), pick(textQ, textAnyQ)
+	switch {
+	case j > 0 && j > hq && j > tq:
+		return bodyJSON
+	case html && hq > 0 && hq > tq && hq >= j:
+		return bodyHTML
+	}
+	return bodyText
+}
+
+// acceptMember reads one member of Accept: its media type, lower case, and its weight (1
+// unless q says otherwise; a q that does not parse is 0).
+func acceptMember(member string) (string, float64) {
+	parts := strings.Split(member, ";")
+	mt := strings.ToLower(strings.TrimSpace(parts[0]))
+	q := 1.0
+	for _, p := range parts[1:] {
+		p = strings.TrimSpace(p)
+		if len(p) > 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=' {
+			v, err := strconv.ParseFloat(p[2:], 64)
+			if err != nil || v < 0 || v > 1 {
+				v = 0
+			}
+			q = v
+		}
+	}
+	return mt, q
 }

@@ -414,7 +414,7 @@ func cbTimeline(replies []cbReply, hits []cbHit) string {
 
 // TestNegativeCacheRetryLoop: a client retrying one failing URL as fast as it can (the origin
 // answers 503 with Retry-After: 5 and nothing is stored) reaches the origin once: the others
-// get the remembered 503 without a body for negative.ttl (2s), then the breaker's 503, which
+// get the remembered 503 with a line of text for negative.ttl (2s), then the breaker's 503, which
 // the origin's Retry-After opened. A 500, a 404 and a request with Authorization are not
 // remembered: every retry reaches the origin (FR-NEG-1, FR-NEG-2, FR-NEG-4). The breaker's
 // minRequests is raised out of reach so that no failure ratio opens it. The loop's thousands
