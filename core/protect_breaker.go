@@ -146,6 +146,7 @@ func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
 	switch {
 	case change == breaker.Recovered:
 		e.events.current().Emit(events.BreakerClosed, events.Str("scope", key))
+		e.warm.recovered(b.Key())
 	case st.TripReason == breaker.ReasonRetryAfter:
 		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
 			events.Int("status", st.LastFailure), events.Dur("retry_after", st.TripRetryAfter), events.Dur("open_for", st.OpenLeft))
