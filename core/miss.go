@@ -267,9 +267,11 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 	if outcome == waitTimedOut {
 		now := h.s.Now()
 		if servableStale(stale, now) {
+			count(h.e.metrics.coalesceTimeouts, fallbackStale)
 			h.write(w, r, &answer{ent: stale, hit: true, detail: staleCoalesceTimeout})
 			return
 		}
+		count(h.e.metrics.coalesceTimeouts, fallbackPass)
 		pass(h, w, r, httpcache.Partition(r), []string{statusFwd + fwdURIMiss + paramDetail + "coalesce-timeout"})
 		return
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
-	"github.com/weirproxy/weir/core/metrics"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -47,7 +46,7 @@ func serveOther(h *Handler, w http.ResponseWriter, r *http.Request) {
 	began := h.s.Now()
 	h.next.ServeHTTP(sw, r)
 	took := h.s.Now().Sub(began)
-	metrics.ObserveDuration(h.e.metrics.origin, took)
+	observeOrigin(h.e, t, took)
 	if bodyCut(body) {
 		// The proxy's answer to the failed body says nothing of the origin: the deferred
 		// leave frees the slot unrecorded, and the client loses its connection.
@@ -306,6 +305,7 @@ func passWatched(h *Handler, t *ticket, w http.ResponseWriter, r *http.Request) 
 		// A handler that returns without writing has answered 200 (net/http's rule).
 		status = http.StatusOK
 	}
+	observeOrigin(h.e, t, took)
 	leave(h, t, status, took, w.Header())
 }
 

@@ -35,7 +35,7 @@ func askBreaker(h *Handler, t *ticket, host, path string) *refusal {
 	t.permit = b.Allow(now)
 	if !t.permit.Allowed {
 		// The 503 names the breaker, so that an operator sees which scope or path refused.
-		return &refusal{why: reasonCircuitOpen, retryAfter: t.permit.RetryAfter, param: "; key=" + sfKey(scopeLabel(b.Key()))}
+		return &refusal{why: reasonCircuitOpen, retryAfter: t.permit.RetryAfter, param: "; key=" + sfKey(scopeLabel(b.Key())), scope: b.Key()}
 	}
 	if t.permit.Probe {
 		t.record = true

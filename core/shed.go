@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/store"
@@ -85,6 +84,8 @@ type refusal struct {
 	retryAfter time.Duration
 	// param follows the reason in Cache-Status's detail: the breaker names its key.
 	param string
+	// scope is the key of the breaker that refused (circuit-open).
+	scope string
 }
 
 // refused answers a request that a protection kept from the origin: nothing for a client
@@ -98,7 +99,7 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.E
 	}
 	countShed(h.e, why)
 	if why == reasonCircuitOpen {
-		atomic.AddInt64(&h.e.metrics.shortCircuited.N, 1)
+		h.e.metrics.shortCircuits.add(f.scope)
 	}
 	if staleAnswers(why, stale, h.s.Now()) {
 		h.write(w, r, &answer{ent: stale, hit: true, detail: why.name})
