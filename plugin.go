@@ -40,10 +40,10 @@ type Config struct {
 
 // RefusalConfig is how Weir's refusals (503 and 429 with Retry-After) read to browsers.
 type RefusalConfig struct {
-	// Body is an HTML page, a Go html/template, sent to clients that prefer HTML in place of
-	// the line of text: {{.detail}} is the reason, {{.retryAfter}} the seconds to wait,
-	// {{.status}} the status ("": the line of text). Clients that prefer JSON get
-	// {"error": ..., "retryAfter": ...} either way.
+	// Body is an HTML page sent to clients that prefer HTML in place of the line of text, at
+	// most 64 KiB: {detail} becomes the reason, {retryAfter} the seconds to wait, {status} the
+	// status ("": the line of text). Clients that prefer JSON get {"error": ...,
+	// "retryAfter": ...} either way.
 	Body string `json:"body,omitempty"`
 }
 

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,8 +44,6 @@ type Handler struct {
 	now func() time.Time
 	// admin serves admin.path; nil when it is off.
 	admin *admin.Handler
-	// refusalPage is refusal.body, parsed; nil when unset.
-	refusalPage *template.Template
 	// hits and passes are the engine's counts of the two answers written outside write: the
 	// fresh hit and the pass-through. Pointers to the counters' values, so that the hit path
 	// takes one selector to reach it (docs/yaegi.md).
@@ -119,8 +116,6 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 	if s.AdminPath != "" {
 		h.admin = newAdmin(e, s)
 	}
-	// validate parsed it already.
-	h.refusalPage, _ = refusalPage(s.RefusalBody)
 	// Warming goes through the last handler built: the latest settings, and a router's
 	// service as next.
 	e.warm.use(h)

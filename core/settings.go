@@ -79,8 +79,8 @@ type Settings struct {
 	Clients ClientSettings
 	// Stale is the operator's stale policy (stale.*); zero: off.
 	Stale StaleSettings
-	// RefusalBody is refusal.body: an html/template page for refusals to clients that prefer
-	// HTML, given detail, retryAfter and status. Empty: the line of text.
+	// RefusalBody is refusal.body: an HTML page for refusals to clients that prefer HTML, with
+	// {detail}, {retryAfter} and {status} filled in. Empty: the line of text.
 	RefusalBody string
 	// Warm is warming (warm.*): paths fetched into the cache on start and after a purge of
 	// everything. No hosts or no paths: off.
@@ -235,8 +235,8 @@ func (s Settings) validate() error {
 	if err := s.validateAdmin(); err != nil {
 		return err
 	}
-	if _, err := refusalPage(s.RefusalBody); err != nil {
-		return err
+	if len(s.RefusalBody) > maxRefusalBody {
+		return fmt.Errorf("%w: refusal.body: %d bytes, at most %d", ErrSettings, len(s.RefusalBody), maxRefusalBody)
 	}
 	if err := s.Warm.validate(); err != nil {
 		return err

@@ -1,11 +1,8 @@
 package core
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"html/template"
-	"io"
+	"html"
 	"net/http"
 	"strconv"
 	"strings"
@@ -150,7 +147,7 @@ func (h *Handler) refusalBody(w http.ResponseWriter, r *http.Request, a *answer)
 	if a.retryAfter > 0 {
 		seconds = ceilSeconds(a.retryAfter)
 	}
-	switch acceptedBody(r.Header["Accept"], h.refusalPage != nil) {
+	switch acceptedBody(r.Header["Accept"], h.s.RefusalBody != "") {
 	case bodyJSON:
 		body, _ := json.Marshal(refusalJSON{Error: a.detail, RetryAfter: seconds})
 		hdr["Content-Type"] = []string{"application/json"}
@@ -158,43 +155,26 @@ func (h *Handler) refusalBody(w http.ResponseWriter, r *http.Request, a *answer)
 		w.Write(append(body, '\n'))
 		return
 	case bodyHTML:
-		var page bytes.Buffer
-		data := map[string]interface{}{"detail": a.detail, "retryAfter": seconds, "status": a.status}
-		if err := h.refusalPage.Execute(&page, data); err == nil {
-			hdr["Content-Type"] = []string{"text/html; charset=utf-8"}
-			w.WriteHeader(a.status)
-			w.Write(page.Bytes())
-			return
-		}
-		// The page was parsed and tried in New: one that fails now leaves the line of text.
+		hdr["Content-Type"] = []string{"text/html; charset=utf-8"}
+		w.WriteHeader(a.status)
+		w.Write([]byte(refusalPage(h.s.RefusalBody, a.detail, seconds, a.status)))
+		return
 	}
 	hdr["Content-Type"] = []string{"text/plain; charset=utf-8"}
 	w.WriteHeader(a.status)
 	w.Write([]byte(a.text + "\n"))
 }
 
-// refusalPage parses refusal.body and tries it on a refusal's values, so that a page that
-// cannot be written fails New rather than a client's answer; nil for none.
-func refusalPage(body string) (*template.Template, error) {
-	if strings.TrimSpace(body) == "" {
-		return nil, nil
-	}
-	t, err := template.New("refusal.body").Parse(body)
-	if err == nil {
-		err = t.Execute(io.Discard, map[string]interface{}{"detail": "circuit-open", "retryAfter": int64(5), "status": 503})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: refusal.body: %q is not an HTML page such as \"<p>Back in {{.retryAfter}}s</p>\": %v", ErrSettings, shorten(body), err)
-	}
-	return t, nil
-}
+// maxRefusalBody bounds refusal.body: a page, not a site.
+const maxRefusalBody = 64 << 10
 
-// shorten is s cut to a length an error message can quote.
-func shorten(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
+// refusalPage fills refusal.body, an HTML page, with a refusal's values: {detail} (the
+// reason, as Cache-Status names it), {retryAfter} (seconds) and {status}. Placeholders, not a
+// Go template: Traefik's file provider renders its files as Go templates first, so a page
+// holding {{...}} would break the operator's whole file.
+func refusalPage(page, detail string, retryAfter int64, status int) string {
+	return strings.NewReplacer("{detail}", html.EscapeString(detail),
+		"{retryAfter}", strconv.FormatInt(retryAfter, 10), "{status}", strconv.Itoa(status)).Replace(page)
 }
 
 // refusalJSON is a refusal's body for a JSON client.

@@ -61,7 +61,7 @@ func FuzzAcceptedBody(f *testing.F) {
 func TestRefusalBodies(t *testing.T) {
 	clock := newFakeClock()
 	o := staticOrigin(t, http.StatusServiceUnavailable, nil, "down")
-	h := newTestHandler(t, Settings{Now: clock.Now, RefusalBody: `<h1>{{.status}}: back in {{.retryAfter}}s ({{.detail}})</h1>`}, o)
+	h := newTestHandler(t, Settings{Now: clock.Now, RefusalBody: `<h1>{status}: back in {retryAfter}s ({detail})</h1>`}, o)
 	if err := (operator{e: h.e, s: h.s}).OpenBreaker("example.com", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -108,17 +108,19 @@ func TestRefusalBodies(t *testing.T) {
 	}
 }
 
-// TestRefusalPageChecked: a refusal.body that is no template, or fails on a refusal's values,
-// fails New naming the field.
+// TestRefusalPageChecked: a refusal.body larger than a page fails New naming the field.
 func TestRefusalPageChecked(t *testing.T) {
-	for _, body := range []string{"{{.detail", "{{template \"none\"}}"} {
-		_, err := New(uniqueEngineName(t), Settings{RefusalBody: body}, http.NotFoundHandler())
-		if err == nil {
-			t.Errorf("refusal.body %q accepted", body)
-			continue
-		}
-		if want := "refusal.body"; !strings.Contains(err.Error(), want) {
-			t.Errorf("refusal.body %q: error %q lacks %q", body, err, want)
-		}
+	_, err := New(uniqueEngineName(t), Settings{RefusalBody: strings.Repeat("x", maxRefusalBody+1)}, http.NotFoundHandler())
+	if err == nil || !strings.Contains(err.Error(), "refusal.body") {
+		t.Errorf("refusal.body of %d bytes: error %v, want one naming refusal.body", maxRefusalBody+1, err)
+	}
+}
+
+// TestRefusalPageEscapes: the detail is HTML-escaped into the page; the placeholders are
+// replaced wherever they stand.
+func TestRefusalPageEscapes(t *testing.T) {
+	got := refusalPage("<p>{detail}</p><p>{retryAfter} {retryAfter} {status}</p>", `a"<b>`, 7, 503)
+	if want := "<p>a&#34;&lt;b&gt;</p><p>7 7 503</p>"; got != want {
+		t.Errorf("refusalPage = %q, want %q", got, want)
 	}
 }

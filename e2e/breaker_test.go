@@ -476,8 +476,8 @@ func TestNegativeCacheRetryLoop(t *testing.T) {
 				t.Errorf("request %d: Cache-Status %q, want \"Weir; hit; ttl=N; detail=negative\" with N of 1 or 2", n, cs)
 			}
 			// The origin's Retry-After (5s) counts down from the failure that was remembered.
-			if ra, err := strconv.Atoi(r.header.Get("Retry-After")); r.body != "" || err != nil || ra < 1 || ra > 5 {
-				t.Errorf("request %d: body %q, Retry-After %q; want no body and what is left of the origin's Retry-After 5", n, short(r.body), r.header.Get("Retry-After"))
+			if ra, err := strconv.Atoi(r.header.Get("Retry-After")); r.body != "origin unavailable, retry later\n" || err != nil || ra < 1 || ra > 5 {
+				t.Errorf("request %d: body %q, Retry-After %q; want the refusal's line and what is left of the origin's Retry-After 5", n, short(r.body), r.header.Get("Retry-After"))
 			}
 		}
 		elapsed := time.Since(began)

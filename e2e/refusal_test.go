@@ -14,15 +14,9 @@ import (
 const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
 
 // refusalPage is the refusal.body of TestRefusalBodies.
-const refusalPage = `<!doctype html><title>Back soon</title><h1>Back in {{.retryAfter}}s</h1><p>{{.detail}} ({{.status}})</p>`
-
-// fileProviderLiteral is s as Traefik's file provider must be given it to read s: the provider
-// renders each file as a Go template before parsing it, so a refusal.body's own actions
-// ({{.retryAfter}}) are written as template literals ({{`{{.retryAfter}}`}}), which render to
-// themselves.
-func fileProviderLiteral(s string) string {
-	return strings.NewReplacer("{{", "{{`{{", "}}", "}}`}}").Replace(s)
-}
+// Its placeholders are no Go template actions: Traefik's file provider renders each file as
+// a Go template first, and the page goes through it as written.
+const refusalPage = `<!doctype html><title>Back soon</title><h1>Back in {retryAfter}s</h1><p>{detail} ({status})</p>`
 
 // The bodies a refusal may take.
 const (
@@ -54,7 +48,7 @@ func wantRefusalBody(t *testing.T, what string, r reply, status int, detail, kin
 		}
 	case refusalHTML:
 		contentType = "text/html; charset=utf-8"
-		want = strings.NewReplacer("{{.retryAfter}}", strconv.Itoa(ra), "{{.detail}}", detail, "{{.status}}", strconv.Itoa(status)).Replace(refusalPage)
+		want = strings.NewReplacer("{retryAfter}", strconv.Itoa(ra), "{detail}", detail, "{status}", strconv.Itoa(status)).Replace(refusalPage)
 	default:
 		contentType = "text/plain; charset=utf-8"
 		want = "origin unavailable, retry later\n"
@@ -95,7 +89,7 @@ func TestRefusalBodies(t *testing.T) {
 		conf["admin"] = map[string]interface{}{"path": prefix + "/_weir", "token": adminTestToken}
 		conf["negative"] = map[string]interface{}{"ttl": "30s"}
 		if page != "" {
-			conf["refusal"] = map[string]interface{}{"body": fileProviderLiteral(page)}
+			conf["refusal"] = map[string]interface{}{"body": page}
 		}
 		return conf
 	}
