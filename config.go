@@ -73,6 +73,7 @@ func (c *Config) settings() (core.Settings, error) {
 	var s core.Settings
 	var err error
 	s.QueryDrop = splitList(c.Key.QueryDrop)
+	s.RefusalBody = c.Refusal.Body
 	if s.MaxSize, err = parseSize("cache.maxSize", c.Cache.MaxSize); err != nil {
 		return s, err
 	}
@@ -102,6 +103,8 @@ func (c *Config) settings() (core.Settings, error) {
 		{"admission.lagKnee", c.Admission.LagKnee, &s.Admission.LagKnee},
 		{"admission.lagLimit", c.Admission.LagLimit, &s.Admission.LagLimit},
 		{"clients.bodyIdle", c.Clients.BodyIdle, &s.Clients.BodyIdle},
+		{"stale.ifError", c.Stale.IfError, &s.Stale.IfError},
+		{"stale.whileRevalidate", c.Stale.WhileRevalidate, &s.Stale.WhileRevalidate},
 		{"warm.timeout", c.Warm.Timeout, &s.Warm.Timeout},
 	}
 	for _, d := range durations {
@@ -262,9 +265,11 @@ func parseBool(field, value string) (bool, error) {
 // zeroMeans says what 0 (or empty) means for the counts and durations where it is not the
 // default, so that an error message says what the operator may write instead.
 var zeroMeans = map[string]string{
-	"limiter.maxPerHost":  "no cap",
-	"cache.defaultTTL":    "none",
-	"breaker.maxFailures": "off",
+	"limiter.maxPerHost":    "no cap",
+	"cache.defaultTTL":      "none",
+	"breaker.maxFailures":   "off",
+	"stale.ifError":         "off",
+	"stale.whileRevalidate": "off",
 }
 
 // zeroMeaning is what 0 or empty means for field: the default unless zeroMeans says.

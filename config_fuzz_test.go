@@ -79,6 +79,9 @@ var labelFields = []labelField{
 	{"admission.lagLimit", func(c *Config, v string) { c.Admission.LagLimit = v }},
 	{"clients.bodyIdle", func(c *Config, v string) { c.Clients.BodyIdle = v }},
 	{"warm.timeout", func(c *Config, v string) { c.Warm.Timeout = v }},
+	{"stale.ifError", func(c *Config, v string) { c.Stale.IfError = v }},
+	{"stale.whileRevalidate", func(c *Config, v string) { c.Stale.WhileRevalidate = v }},
+	{"refusal.body", func(c *Config, v string) { c.Refusal.Body = v }},
 }
 
 // configSeed sets two fields (chosen by index, modulo the table) and key.queryDrop.

@@ -30,10 +30,34 @@ type Config struct {
 	Admission AdmissionConfig `json:"admission,omitempty"`
 	Clients   ClientsConfig   `json:"clients,omitempty"`
 	Warm      WarmConfig      `json:"warm,omitempty"`
+	Stale     StaleConfig     `json:"stale,omitempty"`
+	Refusal   RefusalConfig   `json:"refusal,omitempty"`
 	// Pacing spaces the requests that reach a host, or every host of a domain, evenly: one
 	// string each, "feeds.example.com=3/10s" (rates N/10s, N/1s or N/1m). A list, not a map:
 	// hosts hold dots, which labels would split into nested keys.
 	Pacing []string `json:"pacing,omitempty"`
+}
+
+// RefusalConfig is how Weir's refusals (503 and 429 with Retry-After) read to browsers.
+type RefusalConfig struct {
+	// Body is an HTML page sent to clients that prefer HTML in place of the line of text, at
+	// most 64 KiB: {detail} becomes the reason, {retryAfter} the seconds to wait, {status} the
+	// status ("": the line of text). Clients that prefer JSON get {"error": ...,
+	// "retryAfter": ...} either way.
+	Body string `json:"body,omitempty"`
+}
+
+// StaleConfig is the operator's stale policy: how long a stored answer whose origin sent no
+// stale directive of its own may still be served after it went stale, when the origin fails
+// (ifError) or while it is refreshed in the background (whileRevalidate). The origin's own
+// stale-if-error and stale-while-revalidate come first; must-revalidate, proxy-revalidate,
+// s-maxage and no-cache turn the policy off for that answer.
+type StaleConfig struct {
+	// IfError is the stale-if-error window given to answers without one ("1h"; "0s": off).
+	IfError string `json:"ifError,omitempty"`
+	// WhileRevalidate is the stale-while-revalidate window given to answers without one
+	// ("30s"; "0s": off).
+	WhileRevalidate string `json:"whileRevalidate,omitempty"`
 }
 
 // ClientsConfig is the slow clients' limits: a client that pauses its request body longer

@@ -46,6 +46,9 @@ type answer struct {
 	retryAfter time.Duration
 	// refused marks the answer of a request a protection kept from the origin (refused).
 	refused bool
+	// negotiated marks an answer of Weir's own whose body follows the client's Accept: a
+	// refusal's or a negative entry's (refusalBody).
+	negotiated bool
 }
 
 // write writes a.
@@ -53,6 +56,9 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, a *answer) {
 	now := h.s.Now()
 	if o := outcomeOf(a, now); o >= 0 {
 		count(h.e.metrics.outcomes, o)
+		if o == outcomeStale {
+			countStale(h.e, a.detail)
+		}
 	}
 	hdr := w.Header()
 	if a.retryAfter > 0 {
@@ -67,6 +73,10 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, a *answer) {
 		return
 	}
 	hdr["Cache-Status"] = []string{cacheStatusOf(a, time.Time{})}
+	if a.negotiated {
+		h.refusalBody(w, r, a)
+		return
+	}
 	if a.text == "" {
 		hdr["Content-Length"] = []string{"0"}
 		w.WriteHeader(a.status)

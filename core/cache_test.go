@@ -409,7 +409,7 @@ func TestStaleWhileRevalidate(t *testing.T) {
 	// The refresh is blocked at the origin, yet both requests are answered at once.
 	for i := 0; i < 2; i++ {
 		w := awaitAnswer(t, serveAsync(h, newRequest(http.MethodGet, url)))
-		wantAnswer(t, w, 200, "Weir; hit; ttl=-15", "v1")
+		wantAnswer(t, w, 200, "Weir; hit; ttl=-15; detail=stale-while-revalidate", "v1")
 		if got := w.Header().Get("Age"); got != "25" {
 			t.Errorf("stale Age = %q, want 25", got)
 		}
@@ -615,7 +615,7 @@ func TestHeadFromStorage(t *testing.T) {
 func TestHeadBackgroundRefreshKeepsBody(t *testing.T) {
 	const url = "http://example.com/head-swr"
 	h, _, _ := staleWhileRevalidating(t, url, 20*time.Second)
-	wantAnswer(t, do(t, h, http.MethodHead, url), 200, "Weir; hit; ttl=-10", "")
+	wantAnswer(t, do(t, h, http.MethodHead, url), 200, "Weir; hit; ttl=-10; detail=stale-while-revalidate", "")
 	waitIdle(t, h)
 	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=10", "v2")
 }

@@ -568,7 +568,7 @@ func TestCoalesceJoinsBackgroundRefresh(t *testing.T) {
 	const url = "http://example.com/refresh-join"
 	h, o, _ := staleWhileRevalidating(t, url, 20*time.Second)
 	o.hold(2)
-	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=-10", "v1")
+	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=-10; detail=stale-while-revalidate", "v1")
 	o.waitEntered(t, 2)
 	waiting := serveAsync(h, newRequest(http.MethodGet, url, "Cache-Control", "no-cache"))
 	waitFollowers(t, h, url, 1)

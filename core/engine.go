@@ -38,6 +38,8 @@ type engine struct {
 	breakerPaths []string
 	// breakerSync shares the breakers' open deadlines through a shared store.
 	breakerSync *breakerSync
+	// passSample samples pass-through requests for the breakers, kept with them.
+	passSample  *passSampler
 	breakerConf string
 	neg         *neg.Cache
 	negConf     string
@@ -161,7 +163,9 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if old.breakers != nil && old.breakerConf == e.breakerConf {
 		e.breakers = old.breakers
 		e.breakerSync = old.breakerSync
+		e.passSample = old.passSample
 	} else {
+		e.passSample = newPassSampler(s.Breaker)
 		bs := &breakerSync{name: name, prefix: breakerKeyPrefix + name + "\x00"}
 		if old.breakerSync != nil && old.breakerSync.fleet != nil {
 			// The group it served is replaced.

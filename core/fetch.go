@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/httpcache"
-	"github.com/weirproxy/weir/core/metrics"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -106,7 +105,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	reqTime := h.s.Now()
 	serveOrigin(h.next, rec, req)
 	respTime := h.s.Now()
-	metrics.ObserveDuration(h.e.metrics.origin, respTime.Sub(reqTime))
+	observeOrigin(h.e, t, respTime.Sub(reqTime))
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}

@@ -52,6 +52,10 @@ type Handler struct {
 	// notClosed is the engine's count of breakers not closed (breaker.NotClosed), which
 	// pass loads itself rather than calling breaker.AllClosed.
 	notClosed *int32
+	// sampler samples pass-through requests for the breakers; sampleNext is its next, which
+	// every pass-through request loads.
+	sampler    *passSampler
+	sampleNext *int64
 	// budgets are the request budgets, checked in front of ServeHTTP (Front); nil when off.
 	budgets *budgets
 	// pacing is the paced origins, whose requests wait for their turn in the gate: the
@@ -77,11 +81,12 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		e:      e,
-		next:   next,
-		s:      s,
-		keyer:  httpcache.NewKeyer(s.QueryDrop),
-		policy: httpcache.Policy{DefaultTTL: s.DefaultTTL, MaxEntrySize: s.MaxEntrySize},
+		e:     e,
+		next:  next,
+		s:     s,
+		keyer: httpcache.NewKeyer(s.QueryDrop),
+		policy: httpcache.Policy{DefaultTTL: s.DefaultTTL, MaxEntrySize: s.MaxEntrySize,
+			StaleIfError: s.Stale.IfError, StaleWhileRevalidate: s.Stale.WhileRevalidate},
 		mem:    e.mem,
 		shared: fallbackOf(e.store),
 		hot:    e.hot,
@@ -95,6 +100,8 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		hits:            &e.metrics.outcomes[outcomeHit].N,
 		passes:          &e.metrics.outcomes[outcomePass].N,
 		notClosed:       breaker.NotClosed(e.breakers),
+		sampler:         e.passSample,
+		sampleNext:      &e.passSample.next,
 		budgets:         e.budgets,
 		pacing:          e.pacing,
 		paced:           &e.pacing.on,

@@ -48,7 +48,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		// RFC 5861 section 3: answer at once, refresh behind the client's back.
 		missrate.Hit(h.missRate, part)
 		h.refresh(r, key, stale)
-		h.write(w, r, &answer{ent: stale, hit: true})
+		h.write(w, r, &answer{ent: stale, hit: true, detail: staleRevalidating})
 		return
 	}
 	if (stale == nil && len(r.Header["Authorization"]) > 0) || httpcache.RequestNoStore(r) {
@@ -267,9 +267,11 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 	if outcome == waitTimedOut {
 		now := h.s.Now()
 		if servableStale(stale, now) {
-			h.write(w, r, &answer{ent: stale, hit: true, detail: "coalesce-timeout"})
+			count(h.e.metrics.coalesceTimeouts, fallbackStale)
+			h.write(w, r, &answer{ent: stale, hit: true, detail: staleCoalesceTimeout})
 			return
 		}
+		count(h.e.metrics.coalesceTimeouts, fallbackPass)
 		pass(h, w, r, httpcache.Partition(r), []string{statusFwd + fwdURIMiss + paramDetail + "coalesce-timeout"})
 		return
 	}
@@ -301,7 +303,7 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 		// FR-COA-5: each waiter serves stale from its own lookup if stale-if-error allows it,
 		// otherwise the error; nobody retries.
 		if stale != nil && now.Before(stale.StaleIfErrorUntil) {
-			h.write(w, r, &answer{ent: stale, hit: true, detail: "stale-if-error"})
+			h.write(w, r, &answer{ent: stale, hit: true, detail: staleOriginError})
 			return
 		}
 		h.write(w, r, &answer{status: res.status, header: res.header, body: res.body, shared: follower, cache: cacheStatus, detail: "origin-error"})
@@ -356,7 +358,7 @@ func (h *Handler) refresh(r *http.Request, key string, stale *store.Entry) {
 // else 502 with detail, which says which.
 func (h *Handler) failed(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus, detail string) {
 	if stale != nil && h.s.Now().Before(stale.StaleIfErrorUntil) {
-		h.write(w, r, &answer{ent: stale, hit: true, detail: "stale-if-error"})
+		h.write(w, r, &answer{ent: stale, hit: true, detail: staleOriginError})
 		return
 	}
 	h.write(w, r, &answer{status: http.StatusBadGateway, text: http.StatusText(http.StatusBadGateway), cache: cacheStatus, detail: detail})

@@ -346,7 +346,11 @@ func openBreaker(e *engine, b *breaker.Breaker, d time.Duration) {
 // closeBreaker closes the breaker of scope key by hand and clears its shared deadline.
 func closeBreaker(e *engine, key string) error {
 	b := e.breakers.Get(key, e.now())
+	wasOpen := b.State(e.now()) != breaker.StateClosed
 	b.ForceClose(e.now())
+	if wasOpen {
+		e.warm.recovered(key)
+	}
 	e.events.current().Emit(events.BreakerClosedByHand, events.Str("scope", key))
 	if st, _ := e.breakerSync.current(); st != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), e.storeTimeout)

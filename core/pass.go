@@ -13,7 +13,6 @@ import (
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
-	"github.com/weirproxy/weir/core/metrics"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -47,7 +46,7 @@ func serveOther(h *Handler, w http.ResponseWriter, r *http.Request) {
 	began := h.s.Now()
 	h.next.ServeHTTP(sw, r)
 	took := h.s.Now().Sub(began)
-	metrics.ObserveDuration(h.e.metrics.origin, took)
+	observeOrigin(h.e, t, took)
 	if bodyCut(body) {
 		// The proxy's answer to the failed body says nothing of the origin: the deferred
 		// leave frees the slot unrecorded, and the client loses its connection.
@@ -168,7 +167,8 @@ func (s *statusWriter) Flush() {
 // no slot for them, and it is pass written out once more, without pass's call: the
 // pass-through that a hit-for-pass mark sends is the most frequent of all.
 func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, ent *store.Entry) {
-	if h.now().UnixNano() >= ent.Hot.KeepNano {
+	now := h.now().UnixNano()
+	if now >= ent.Hot.KeepNano {
 		serve(h, w, r)
 		return
 	}
@@ -185,9 +185,13 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 			return
 		}
 	}
+	// The breaker's sample (passSampler): one atomic load while it is not due.
+	if now >= atomic.LoadInt64(h.sampleNext) && passSample(h, w, r, part, h.passStatusValue, now) {
+		return
+	}
 	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
 	if slot == nil {
-		passGated(h, w, r, part, h.passStatusValue)
+		passGated(h, w, r, part, h.passStatusValue, 0)
 		return
 	}
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
@@ -203,11 +207,9 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 // cacheStatus[0] is its Cache-Status, a slice shared by every answer that carries it (header
 // values are never changed in place).
 //
-// Its outcome is not recorded with the breaker, which learns from the cache's own fetches
-// and from unsafe methods: seeing the status would take a writer of Weir's between the proxy
-// and the client, and in Yaegi each of the proxy's calls into it (Header, WriteHeader,
-// Write) costs microseconds, on every pass-through request. The breaker's probe is the
-// exception (passProbe).
+// Its outcome is recorded with the breaker for a sample of requests (passSampler) and for
+// the half-open breaker's probe: seeing the status takes a writer of Weir's between the
+// proxy and the client (passWatched), whose every call costs interpreted calls.
 //
 // The common case, every breaker closed and a foreground slot free at once, is enter and
 // leave written out: what enter does for a caller that records nothing, without its ticket,
@@ -225,10 +227,13 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 			return
 		}
 	}
-
+	// The breaker's sample (passSampler).
+	if now := h.now().UnixNano(); now >= atomic.LoadInt64(h.sampleNext) && passSample(h, w, r, part, cacheStatus, now) {
+		return
+	}
 	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
 	if slot == nil {
-		passGated(h, w, r, part, cacheStatus)
+		passGated(h, w, r, part, cacheStatus, 0)
 		return
 	}
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
@@ -245,17 +250,32 @@ func passOff(h *Handler, w http.ResponseWriter, r *http.Request, part string, ca
 	// Not pacing's on: pass found it or a breaker not closed, and with every breaker closed
 	// a host finds no pace while pacing is off.
 	if !breaker.AllClosed(h.e.breakers) || paceOf(h.pacing, r.Host) != nil {
-		passGated(h, w, r, part, cacheStatus)
+		way := 0
+		if sampledPass(h.sampler, h.now().UnixNano()) {
+			way = wayRecord
+		}
+		passGated(h, w, r, part, cacheStatus, way)
 		return true
 	}
 	return false
 }
 
-// passGated is pass through the whole gate: a breaker that is not closed, or a slot that is
-// not free at once.
-func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string) {
+// passSample sends r through the gate recorded, and reports true, when it is the breaker's
+// sample of pass-through requests (sampledPass): false, and r takes pass's fast path, when
+// another request took the sample first.
+func passSample(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string, now int64) bool {
+	if !sampledPass(h.sampler, now) {
+		return false
+	}
+	passGated(h, w, r, part, cacheStatus, wayRecord)
+	return true
+}
+
+// passGated is pass through the whole gate: a breaker that is not closed, a slot that is not
+// free at once, or (way wayRecord) the breaker's sample.
+func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string, way int) {
 	ctx := r.Context()
-	t, refused := enter(h, ctx, part, r.Host, r.URL.Path, r.ContentLength != 0, 0)
+	t, refused := enter(h, ctx, part, r.Host, r.URL.Path, r.ContentLength != 0, way)
 	if t == nil {
 		h.refused(w, r, nil, cacheStatus[0], *refused)
 		return
@@ -265,16 +285,17 @@ func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, 
 	atomic.AddInt64(h.passes, 1)
 	w.Header()["Cache-Status"] = cacheStatus
 	if t.record {
-		passProbe(h, t, w, r)
+		passWatched(h, t, w, r)
 		return
 	}
 	h.next.ServeHTTP(w, r)
 }
 
-// passProbe sends a pass-through request that carries the half-open breaker's probe, and
-// records its status: a breaker that sees only pass-through traffic would never close
-// otherwise. A function of its own, so that its frame slots are paid only by probes.
-func passProbe(h *Handler, t *ticket, w http.ResponseWriter, r *http.Request) {
+// passWatched sends a pass-through request whose status the breaker records: the breaker's
+// sample (passSampler), or the half-open breaker's probe, without which a breaker that sees
+// only pass-through traffic would never close. A function of its own, so that its frame
+// slots are paid only by the requests recorded.
+func passWatched(h *Handler, t *ticket, w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{w: w, h: h, r: r}
 	began := h.s.Now()
 	h.next.ServeHTTP(sw, r)
@@ -284,6 +305,7 @@ func passProbe(h *Handler, t *ticket, w http.ResponseWriter, r *http.Request) {
 		// A handler that returns without writing has answered 200 (net/http's rule).
 		status = http.StatusOK
 	}
+	observeOrigin(h.e, t, took)
 	leave(h, t, status, took, w.Header())
 }
 

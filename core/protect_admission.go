@@ -15,15 +15,16 @@ import (
 // protected paths, so that the requests taken keep their latency. The mechanism is
 // core/admit; what is protected, and the answer, are decided here.
 
-// Admission's refusals, made before any lookup: no stale entry answers them.
+// Admission's refusals, made before the lookup: an entry local memory holds answers instead
+// while its stale-if-error window lasts (localStale), as for an origin that failed.
 var (
 	// reasonAdmissionHost: past the knee, a host over its share of the requests in flight.
-	reasonAdmissionHost = &reason{name: "admission-host", status: http.StatusServiceUnavailable, text: textOverloaded}
+	reasonAdmissionHost = &reason{name: "admission-host", status: http.StatusServiceUnavailable, text: textOverloaded, stale: staleIfError}
 	// reasonAdmissionName: past the knee, a name not seen under the knee (no router expects
 	// it).
-	reasonAdmissionName = &reason{name: "admission-name", status: http.StatusServiceUnavailable, text: textOverloaded}
+	reasonAdmissionName = &reason{name: "admission-name", status: http.StatusServiceUnavailable, text: textOverloaded, stale: staleIfError}
 	// reasonAdmission: past the limit, everything but admission.protect and admin.path.
-	reasonAdmission = &reason{name: "admission", status: http.StatusServiceUnavailable, text: textOverloaded}
+	reasonAdmission = &reason{name: "admission", status: http.StatusServiceUnavailable, text: textOverloaded, stale: staleIfError}
 )
 
 func init() { registerReasons(reasonAdmissionHost, reasonAdmissionName, reasonAdmission) }
@@ -95,7 +96,7 @@ func admitted(h *Handler, w http.ResponseWriter, r *http.Request) {
 
 // refuseAdmission answers a request admission refused for why: 503, Retry-After, the reason.
 func refuseAdmission(h *Handler, w http.ResponseWriter, r *http.Request, why *reason) {
-	h.refused(w, r, nil, statusWeir, refusal{why: why, retryAfter: admissionRetryAfter})
+	h.refused(w, r, localStale(h, r), statusWeir, refusal{why: why, retryAfter: admissionRetryAfter})
 }
 
 // protectedPath tells whether path is under one of the prefixes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
@@ -34,7 +35,7 @@ func askBreaker(h *Handler, t *ticket, host, path string) *refusal {
 	t.permit = b.Allow(now)
 	if !t.permit.Allowed {
 		// The 503 names the breaker, so that an operator sees which scope or path refused.
-		return &refusal{why: reasonCircuitOpen, retryAfter: t.permit.RetryAfter, param: "; key=" + sfKey(scopeLabel(b.Key()))}
+		return &refusal{why: reasonCircuitOpen, retryAfter: t.permit.RetryAfter, param: "; key=" + sfKey(scopeLabel(b.Key())), scope: b.Key()}
 	}
 	if t.permit.Probe {
 		t.record = true
@@ -56,11 +57,8 @@ func recordOutcome(h *Handler, t *ticket, status int, took time.Duration, header
 		t.b.Release(t.permit, now)
 		return
 	}
-	// A 502, 503 or 504 (Traefik's answers for connection errors and timeouts) is a failure,
-	// a 429 (the origin refusing us) unless breaker.countStatus429 is off, a 500 only with
-	// breaker.countStatus500, anything else the origin answering (FR-CB-1, FR-CB-2).
-	failed := status == 502 || status == 503 || status == 504 || (status == 500 && h.s.BreakerCountStatus500) ||
-		(status == 429 && !h.s.BreakerIgnoreStatus429)
+	failed := originFailed(h, status)
+	suspectAfter(h, failed, took, now)
 	var wait time.Duration
 	if failed && (status == 429 || status == 503) && len(header["Retry-After"]) > 0 {
 		// The origin says when to come back: the breaker obeys (RFC 9110 section 10.2.3).
@@ -71,6 +69,75 @@ func recordOutcome(h *Handler, t *ticket, status int, took time.Duration, header
 	}
 }
 
+// originFailed tells whether an origin answer of status counts as a failure for the breaker: a
+// 502, 503 or 504 (Traefik's answers for connection errors and timeouts), a 429 (the origin
+// refusing us) unless breaker.countStatus429 is off, a 500 only with breaker.countStatus500;
+// anything else is the origin answering (FR-CB-1, FR-CB-2).
+func originFailed(h *Handler, status int) bool {
+	return status == 502 || status == 503 || status == 504 || (status == 500 && h.s.BreakerCountStatus500) ||
+		(status == 429 && !h.s.BreakerIgnoreStatus429)
+}
+
+// Pass-through and hit-for-pass requests feed the breaker too, sampled: seeing a
+// pass-through's status takes a writer of Weir's between the proxy and the client, whose every
+// call (Header, WriteHeader, Write) costs interpreted calls (docs/yaegi.md), so the most
+// frequent answer of all records only some of its requests. While no recorded origin request
+// failed, one pass-through request in passSampleEvery is recorded, per middleware; once one
+// fails (or, with breaker.slowCall, is slow), every pass-through request is recorded for
+// breaker.window
+// (suspect), so that a failing origin's breaker opens after breaker.minRequests results,
+// as for the cache's own fetches. Detection bound: a host whose pass-through answers all fail
+// opens its breaker within passSampleEvery of its first failing request plus the time its
+// next breaker.minRequests - 1 requests take (at 20 requests a second with the defaults,
+// about one second); a host among busier healthy ones waits for a sample of its own first,
+// which its share of the sampled requests gives (passSampleEvery over that share).
+const passSampleEvery = 50 * time.Millisecond
+
+// passSampler is a middleware's sampling of pass-through requests for its breakers.
+type passSampler struct {
+	// next is the UnixNano from which the next pass-through request is recorded; 0 while
+	// every request is (suspect). Loaded by every pass-through request.
+	next int64
+	// suspectUntil is the UnixNano until which every pass-through request is recorded.
+	suspectUntil int64
+	// window is how long a failure makes every request recorded: breaker.window.
+	window time.Duration
+}
+
+// sampledPass tells whether the pass-through request arriving at now (UnixNano) is to be
+// recorded, claiming the sample when it is.
+func sampledPass(s *passSampler, now int64) bool {
+	next := atomic.LoadInt64(&s.next)
+	if now < next {
+		return false
+	}
+	if now < atomic.LoadInt64(&s.suspectUntil) {
+		return true
+	}
+	return atomic.CompareAndSwapInt64(&s.next, next, now+int64(passSampleEvery))
+}
+
+// suspectAfter tells the sampler how a recorded origin request went (a fetch, an unsafe
+// method, a sampled pass-through): a failure, or a slow call with breaker.slowCall, makes
+// every pass-through request recorded for the window.
+func suspectAfter(h *Handler, failed bool, took time.Duration, now time.Time) {
+	if !failed && (h.s.Breaker.SlowCall <= 0 || took < h.s.Breaker.SlowCall) {
+		return
+	}
+	s := h.sampler
+	atomic.StoreInt64(&s.suspectUntil, now.Add(s.window).UnixNano())
+	atomic.StoreInt64(&s.next, 0)
+}
+
+// newPassSampler is the sampler of an engine whose breakers have settings bs.
+func newPassSampler(bs breaker.Settings) *passSampler {
+	w := bs.Window
+	if w <= 0 {
+		w = breaker.DefaultWindow
+	}
+	return &passSampler{window: w}
+}
+
 // breakerChanged writes the event of a breaker that a result opened or closed: once per
 // change, since Record reports a change to one caller only.
 func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
@@ -79,6 +146,7 @@ func breakerChanged(e *engine, b *breaker.Breaker, change int, now time.Time) {
 	switch {
 	case change == breaker.Recovered:
 		e.events.current().Emit(events.BreakerClosed, events.Str("scope", key))
+		e.warm.recovered(b.Key())
 	case st.TripReason == breaker.ReasonRetryAfter:
 		e.events.current().Emit(events.BreakerOpened, events.Str("scope", key), events.Str("reason", st.TripReason),
 			events.Int("status", st.LastFailure), events.Dur("retry_after", st.TripRetryAfter), events.Dur("open_for", st.OpenLeft))

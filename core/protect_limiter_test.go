@@ -335,7 +335,7 @@ func TestLimiterRefreshKeepsForegroundReserve(t *testing.T) {
 	}
 	w := serveRequest(t, h, newRequest("GET", "http://example.com/swr"))
 	wantCode(t, "stale GET with 3 of 4 slots held", w, 200)
-	if got, want := w.Header().Get("Cache-Status"), "Weir; hit; ttl=-1"; got != want {
+	if got, want := w.Header().Get("Cache-Status"), "Weir; hit; ttl=-1; detail=stale-while-revalidate"; got != want {
 		t.Errorf("stale GET: Cache-Status = %q, want %q", got, want)
 	}
 	// The refresh's flight, if one started, is the only one besides the three held.

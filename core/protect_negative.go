@@ -9,8 +9,8 @@ import (
 	"github.com/weirproxy/weir/core/neg"
 )
 
-// negativeAnswer is the answer of a negative entry: the remembered status, no body, no
-// origin contact (FR-NEG-1, FR-NEG-2), and Retry-After, which every 503 (and 502, 504) Weir
+// negativeAnswer is the answer of a negative entry: the remembered status, a refusal's body
+// (refusalBody), no origin contact (FR-NEG-1, FR-NEG-2), and Retry-After, which every 503 (and 502, 504) Weir
 // makes carries: the time left until the later of the entry's end and the end of the
 // origin's own Retry-After, so a client that obeys it neither comes back to the same negative
 // answer nor before the origin asked.
@@ -19,8 +19,8 @@ func negativeAnswer(ne neg.Entry, now time.Time) *answer {
 	if origin := ne.At.Add(ne.RetryAfter).Sub(now); origin > left {
 		left = origin
 	}
-	return &answer{status: ne.Status, cache: statusHit + strconv.FormatInt(ceilSeconds(ne.Until.Sub(now)), 10),
-		detail: "negative", retryAfter: left}
+	return &answer{status: ne.Status, text: textUnavailable, cache: statusHit + strconv.FormatInt(ceilSeconds(ne.Until.Sub(now)), 10),
+		detail: "negative", retryAfter: left, negotiated: true}
 }
 
 // rememberFailure records a negative entry for key after a fetch failed on origin health with

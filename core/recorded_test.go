@@ -56,14 +56,14 @@ func TestRecordedAnswers(t *testing.T) {
 }
 
 // A recorded 503 with Retry-After, nothing stored: the client gets it, and the next one the
-// negative entry's answer, without a body, within negative.ttl (FR-NEG-1, FR-NEG-2).
+// negative entry's answer, a refusal's line of text, within negative.ttl (FR-NEG-1, FR-NEG-2).
 func TestRecordedUnavailable(t *testing.T) {
 	o, a := recordedOrigin(t, "origin/unavailable.http")
 	h := newFrozenHandler(t, o)
 	w := do(t, h, http.MethodGet, "http://example.com/recorded")
 	wantAnswer(t, w, http.StatusServiceUnavailable, "Weir; fwd=uri-miss; detail=origin-error", string(a.Body))
 	w = do(t, h, http.MethodGet, "http://example.com/recorded")
-	wantAnswer(t, w, http.StatusServiceUnavailable, "Weir; hit; ttl=2; detail=negative", "")
+	wantAnswer(t, w, http.StatusServiceUnavailable, "Weir; hit; ttl=2; detail=negative", "origin unavailable, retry later\n")
 	if got := w.Header().Get("Retry-After"); got != "7" {
 		t.Errorf("Retry-After from the negative entry = %q, want the origin's 7", got)
 	}

@@ -77,6 +77,11 @@ type Settings struct {
 	Pacing []Pace
 	// Clients are the slow clients' limits (clients.*); zero fields are their defaults.
 	Clients ClientSettings
+	// Stale is the operator's stale policy (stale.*); zero: off.
+	Stale StaleSettings
+	// RefusalBody is refusal.body: an HTML page for refusals to clients that prefer HTML, with
+	// {detail}, {retryAfter} and {status} filled in. Empty: the line of text.
+	RefusalBody string
 	// Warm is warming (warm.*): paths fetched into the cache on start and after a purge of
 	// everything. No hosts or no paths: off.
 	Warm WarmSettings
@@ -201,6 +206,8 @@ func (s Settings) validate() error {
 		{"timeouts.origin", s.OriginTimeout},
 		{"timeouts.store", s.StoreTimeout},
 		{"clients.bodyIdle", s.Clients.BodyIdle},
+		{"stale.ifError", s.Stale.IfError},
+		{"stale.whileRevalidate", s.Stale.WhileRevalidate},
 	}
 	for _, c := range checks {
 		if c.v < 0 {
@@ -227,6 +234,9 @@ func (s Settings) validate() error {
 	}
 	if err := s.validateAdmin(); err != nil {
 		return err
+	}
+	if len(s.RefusalBody) > maxRefusalBody {
+		return fmt.Errorf("%w: refusal.body: %d bytes, at most %d", ErrSettings, len(s.RefusalBody), maxRefusalBody)
 	}
 	if err := s.Warm.validate(); err != nil {
 		return err

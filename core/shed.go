@@ -1,8 +1,11 @@
 package core
 
 import (
+	"encoding/json"
+	"html"
 	"net/http"
-	"sync/atomic"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirproxy/weir/core/store"
@@ -78,6 +81,8 @@ type refusal struct {
 	retryAfter time.Duration
 	// param follows the reason in Cache-Status's detail: the breaker names its key.
 	param string
+	// scope is the key of the breaker that refused (circuit-open).
+	scope string
 }
 
 // refused answers a request that a protection kept from the origin: nothing for a client
@@ -91,14 +96,14 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.E
 	}
 	countShed(h.e, why)
 	if why == reasonCircuitOpen {
-		atomic.AddInt64(&h.e.metrics.shortCircuited.N, 1)
+		h.e.metrics.shortCircuits.add(f.scope)
 	}
 	if staleAnswers(why, stale, h.s.Now()) {
 		h.write(w, r, &answer{ent: stale, hit: true, detail: why.name})
 		return
 	}
 	h.write(w, r, &answer{status: why.status, text: why.text, cache: cacheStatus, detail: why.name + f.param,
-		retryAfter: f.retryAfter, refused: true})
+		retryAfter: f.retryAfter, refused: true, negotiated: true})
 }
 
 // staleAnswers tells whether stale may answer a request refused for why at now.
@@ -118,4 +123,130 @@ func staleAnswers(why *reason, stale *store.Entry, now time.Time) bool {
 // answer (RFC 5861 sections 3 and 4).
 func servableStale(stale *store.Entry, now time.Time) bool {
 	return stale != nil && (now.Before(stale.StaleIfErrorUntil) || now.Before(stale.StaleWhileRevalidateUntil))
+}
+
+// Refusal bodies. A refusal, and a negative entry's answer, keep their status, Retry-After
+// and Cache-Status whatever the body: {"error": "<detail>", "retryAfter": <seconds>} for a
+// client whose Accept prefers JSON to HTML and text (an API's), refusal.body filled in for
+// one that prefers HTML when the operator set it (a branded "back soon" page), else the
+// reason's line of text.
+
+// The bodies a refusal may take (acceptedBody).
+const (
+	bodyText = 0
+	bodyJSON = 1
+	bodyHTML = 2
+)
+
+// refusalBody writes the body of a, an answer of Weir's own whose status and fields are set,
+// as r's Accept asks for it.
+func (h *Handler) refusalBody(w http.ResponseWriter, r *http.Request, a *answer) {
+	hdr := w.Header()
+	hdr["X-Content-Type-Options"] = []string{"nosniff"}
+	seconds := int64(0)
+	if a.retryAfter > 0 {
+		seconds = ceilSeconds(a.retryAfter)
+	}
+	switch acceptedBody(r.Header["Accept"], h.s.RefusalBody != "") {
+	case bodyJSON:
+		body, _ := json.Marshal(refusalJSON{Error: a.detail, RetryAfter: seconds})
+		hdr["Content-Type"] = []string{"application/json"}
+		w.WriteHeader(a.status)
+		w.Write(append(body, '\n'))
+		return
+	case bodyHTML:
+		hdr["Content-Type"] = []string{"text/html; charset=utf-8"}
+		w.WriteHeader(a.status)
+		w.Write([]byte(refusalPage(h.s.RefusalBody, a.detail, seconds, a.status)))
+		return
+	}
+	hdr["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	w.WriteHeader(a.status)
+	w.Write([]byte(a.text + "\n"))
+}
+
+// maxRefusalBody bounds refusal.body: a page, not a site.
+const maxRefusalBody = 64 << 10
+
+// refusalPage fills refusal.body, an HTML page, with a refusal's values: {detail} (the
+// reason, as Cache-Status names it), {retryAfter} (seconds) and {status}. Placeholders, not a
+// Go template: Traefik's file provider renders its files as Go templates first, so a page
+// holding {{...}} would break the operator's whole file.
+func refusalPage(page, detail string, retryAfter int64, status int) string {
+	return strings.NewReplacer("{detail}", html.EscapeString(detail),
+		"{retryAfter}", strconv.FormatInt(retryAfter, 10), "{status}", strconv.Itoa(status)).Replace(page)
+}
+
+// refusalJSON is a refusal's body for a JSON client.
+type refusalJSON struct {
+	Error      string `json:"error"`
+	RetryAfter int64  `json:"retryAfter"`
+}
+
+// acceptedBody is the body a client with the Accept field values accept prefers (RFC 9110
+// section 12.5.1): JSON when it weighs application/json (or application/*) above both
+// text/html and text/plain; HTML when it weighs text/html above both and a page is set
+// (html); else the line of text. No Accept, or */* alone, is text.
+func acceptedBody(accept []string, html bool) int {
+	if len(accept) == 0 {
+		return bodyText
+	}
+	var jsonQ, htmlQ, textQ, anyQ float64 = -1, -1, -1, -1
+	var appQ, textAnyQ float64 = -1, -1
+	for _, v := range accept {
+		for _, member := range strings.Split(v, ",") {
+			mt, q := acceptMember(member)
+			switch mt {
+			case "application/json":
+				jsonQ = q
+			case "application/*":
+				appQ = q
+			case "text/html":
+				htmlQ = q
+			case "text/plain":
+				textQ = q
+			case "text/*":
+				textAnyQ = q
+			case "*/*":
+				anyQ = q
+			}
+		}
+	}
+	// A specific type's weight, else its range's, else */*'s.
+	pick := func(q, rangeQ float64) float64 {
+		switch {
+		case q >= 0:
+			return q
+		case rangeQ >= 0:
+			return rangeQ
+		}
+		return anyQ
+	}
+	j, hq, tq := pick(jsonQ, appQ), pick(htmlQ, textAnyQ), pick(textQ, textAnyQ)
+	switch {
+	case j > 0 && j > hq && j > tq:
+		return bodyJSON
+	case html && hq > 0 && hq > tq && hq >= j:
+		return bodyHTML
+	}
+	return bodyText
+}
+
+// acceptMember reads one member of Accept: its media type, lower case, and its weight (1
+// unless q says otherwise; a q that does not parse is 0).
+func acceptMember(member string) (string, float64) {
+	parts := strings.Split(member, ";")
+	mt := strings.ToLower(strings.TrimSpace(parts[0]))
+	q := 1.0
+	for _, p := range parts[1:] {
+		p = strings.TrimSpace(p)
+		if len(p) > 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=' {
+			v, err := strconv.ParseFloat(p[2:], 64)
+			if err != nil || v < 0 || v > 1 {
+				v = 0
+			}
+			q = v
+		}
+	}
+	return mt, q
 }

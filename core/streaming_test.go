@@ -373,7 +373,7 @@ func TestRefreshOverTheLimitMarksPass(t *testing.T) {
 	const url = "http://example.com/refresh-large"
 	do(t, h, http.MethodGet, url)
 	clock.Add(2 * time.Second)
-	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=-1", "small")
+	wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=-1; detail=stale-while-revalidate", "small")
 	waitIdle(t, h)
 	if logged := logs.all(); len(logged) > 0 {
 		t.Errorf("logged %q, want nothing", logged)

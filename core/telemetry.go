@@ -2,6 +2,8 @@ package core
 
 import (
 	"fmt"
+	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,17 +32,27 @@ var outcomeNames = []string{"hit", "stale", "miss", "pass", "negative", "shed", 
 // (core/metrics: a third of a call to metrics.Inc under Yaegi); what the mechanisms hold is
 // read when the metrics are written, by collect functions.
 type engineMetrics struct {
-	reg            *metrics.Registry
-	outcomes       []*metrics.Counter
-	shed           []*metrics.Counter
-	coalesced      *metrics.Counter
-	shortCircuited *metrics.Counter
-	anomalies      *metrics.Counter
+	reg      *metrics.Registry
+	outcomes []*metrics.Counter
+	shed     []*metrics.Counter
+	// stale counts stale answers by why they were served (staleCauses); staleAt finds a
+	// cause's counter by name.
+	stale     []*metrics.Counter
+	staleAt   map[string]int
+	coalesced *metrics.Counter
+	// coalesceTimeouts counts followers that gave up on their leader, by fallback
+	// (coalesceFallbacks).
+	coalesceTimeouts []*metrics.Counter
+	// shortCircuits counts requests an open breaker refused, by the breaker's scope key.
+	shortCircuits *scopeCounts
+	anomalies     *metrics.Counter
 	// bodyIdle counts clients cut for pausing their request body (clients.bodyIdle).
 	bodyIdle *metrics.Counter
 	// warm counts warm URLs by result (warmResults).
-	warm   []*metrics.Counter
-	origin *metrics.Histogram
+	warm []*metrics.Counter
+	// origin is the origin's time to answer, by the state of the breaker that let the
+	// request through (originStates).
+	origin []*metrics.Histogram
 	store  *metrics.Histogram
 }
 
@@ -65,12 +77,23 @@ func newEngineMetrics(name string) (*engineMetrics, error) {
 		[]string{"reason"}, one(reasonNames())); err != nil {
 		return nil, err
 	}
+	causes := staleCauses()
+	if m.stale, err = r.CounterFamily("weir_stale_total", "Stale answers served, by why: stale-while-revalidate (a refresh under way), stale-if-error (the origin failed), coalesce-timeout, or the reason of the refusal they answered.",
+		[]string{"reason"}, one(causes)); err != nil {
+		return nil, err
+	}
+	m.staleAt = make(map[string]int, len(causes))
+	for i, c := range causes {
+		m.staleAt[c] = i
+	}
 	if m.coalesced, err = r.Counter("weir_coalesced_total", "Requests answered by another request's origin fetch (followers of a flight)."); err != nil {
 		return nil, err
 	}
-	if m.shortCircuited, err = r.Counter("weir_breaker_short_circuited_total", "Requests an open breaker kept from the origin."); err != nil {
+	if m.coalesceTimeouts, err = r.CounterFamily("weir_coalesce_timeouts_total", "Followers that waited coalesce.followerMaxWait for their leader's fetch, by what they did then: stale (a stale answer) or pass (a fetch of their own).",
+		[]string{"fallback"}, one(coalesceFallbacks)); err != nil {
 		return nil, err
 	}
+	m.shortCircuits = &scopeCounts{n: map[string]int64{}}
 	if m.anomalies, err = r.Counter("weir_missrate_anomalies_total", "Partitions the miss-rate detector found anomalous."); err != nil {
 		return nil, err
 	}
@@ -81,7 +104,8 @@ func newEngineMetrics(name string) (*engineMetrics, error) {
 		[]string{"result"}, one(warmResults)); err != nil {
 		return nil, err
 	}
-	if m.origin, err = r.Histogram("weir_origin_duration_seconds", "Time the origin took to answer the cache's fetches and unsafe methods.", metrics.DurationBuckets()); err != nil {
+	if m.origin, err = r.HistogramFamily("weir_origin_duration_seconds", "Time the origin took to answer the cache's fetches, unsafe methods and recorded pass-through requests, by the state of the breaker that let them through: closed, or half-open (its probe).",
+		[]string{"breaker_state"}, one(originStates), metrics.DurationBuckets()); err != nil {
 		return nil, err
 	}
 	if m.store, err = r.Histogram("weir_store_duration_seconds", "Time a lookup in the shared store took.", metrics.DurationBuckets()); err != nil {
@@ -102,6 +126,8 @@ func newEngineMetrics(name string) (*engineMetrics, error) {
 			Labels: []string{"scope"}, Collect: func() []metrics.Sample { return breakerSamples(current(), breakerState) }},
 		{Name: "weir_breaker_trips_total", Help: "Times each breaker opened on its own (trips and failed probes).", Kind: metrics.KindCounter,
 			Labels: []string{"scope"}, Collect: func() []metrics.Sample { return breakerSamples(current(), breakerTrips) }},
+		{Name: "weir_breaker_short_circuited_total", Help: "Requests an open breaker kept from the origin, by its scope key.", Kind: metrics.KindCounter,
+			Labels: []string{"scope"}, Collect: func() []metrics.Sample { return shortCircuitSamples(current()) }},
 		{Name: "weir_breaker_failure_ratio", Help: "Each breaker's share of failed origin fetches over its window.", Kind: metrics.KindGauge,
 			Labels: []string{"scope"}, Collect: func() []metrics.Sample { return breakerSamples(current(), breakerRatio) }},
 		{Name: "weir_store_breaker_open", Help: "1 while the shared store's breaker is open and lookups go to the origin.", Kind: metrics.KindGauge,
@@ -133,6 +159,71 @@ func count(cs []*metrics.Counter, i int) {
 func countShed(e *engine, why *reason) {
 	events.CountShed(e.events.summary(), why.name)
 	count(e.metrics.shed, why.index)
+}
+
+// The fallbacks of weir_coalesce_timeouts_total, as indexes of its counters.
+const (
+	fallbackStale = 0
+	fallbackPass  = 1
+)
+
+var coalesceFallbacks = []string{"stale", "pass"}
+
+// The breaker states of weir_origin_duration_seconds, as indexes of its histograms.
+var originStates = []string{"closed", "half-open"}
+
+// observeOrigin records how long the origin took to answer a request that went through the
+// gate on t: under the half-open state for the breaker's probe.
+func observeOrigin(e *engine, t *ticket, took time.Duration) {
+	i := 0
+	if t.permit.Probe {
+		i = 1
+	}
+	metrics.ObserveDuration(e.metrics.origin[i], took)
+}
+
+// scopeCounts counts by breaker scope key, for a family collected when the metrics are
+// written: keys come and go with hosts, so no series is made up front, and past
+// maxCountedScopes new keys count under "other".
+type scopeCounts struct {
+	// mu guards n.
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+// maxCountedScopes bounds the keys a scopeCounts holds.
+const maxCountedScopes = 1000
+
+func (c *scopeCounts) add(key string) {
+	c.mu.Lock()
+	if _, ok := c.n[key]; !ok && len(c.n) >= maxCountedScopes {
+		key = "other"
+	}
+	c.n[key]++
+	c.mu.Unlock()
+}
+
+func shortCircuitSamples(e *engine) []metrics.Sample {
+	if e == nil {
+		return nil
+	}
+	c := e.metrics.shortCircuits
+	c.mu.Lock()
+	out := make([]metrics.Sample, 0, len(c.n))
+	for key, n := range c.n {
+		out = append(out, metrics.Sample{Values: []string{scopeLabel(key)}, Value: float64(n)})
+	}
+	c.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Values[0] < out[j].Values[0] })
+	return out
+}
+
+// countStale counts a stale answer served for cause (a staleCauses name; the Cache-Status
+// detail it carries).
+func countStale(e *engine, cause string) {
+	if i, ok := e.metrics.staleAt[cause]; ok {
+		count(e.metrics.stale, i)
+	}
 }
 
 // reasonNames are the registered reasons' names, in their order: weir_shed_total's labels.

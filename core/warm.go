@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/httpcache"
 )
@@ -33,6 +34,9 @@ const (
 	warmOnStart  = "start"
 	warmOnConfig = "config"
 	warmOnPurge  = "purge"
+	// warmOnRecovery: a breaker closed after being open (seed 003's "re-warm after a copy
+	// recovers"); only the hosts it guards are warmed.
+	warmOnRecovery = "recovered"
 )
 
 // The results of one warm URL, as indexes of engineMetrics.warm (weir_warm_total).
@@ -113,10 +117,32 @@ type warmer struct {
 	// via is the handler warming fetches through: the last one New built, whose next is a
 	// router's service and whose settings are the latest.
 	via *Handler
-	// running says a run is under way; again is the reason of a run asked for meanwhile,
-	// which starts when it ends ("" for none): a purge during a run empties what it stored.
+	// running says a run is under way; again is a run asked for meanwhile, which starts when
+	// it ends (nil for none): a purge during a run empties what it stored.
 	running bool
-	again   string
+	again   *warmRun
+}
+
+// warmRun is one warming run: why, and the breakers whose hosts it warms (nil: every host).
+type warmRun struct {
+	reason string
+	keys   []string
+}
+
+// merged is the run that does what a and b ask: every host if either does, else the hosts
+// of both; a's reason unless it has none.
+func merged(a, b *warmRun) *warmRun {
+	if a == nil {
+		return b
+	}
+	m := &warmRun{reason: a.reason}
+	if a.keys != nil && b.keys != nil {
+		m.keys = append(append([]string(nil), a.keys...), b.keys...)
+	}
+	if b.keys == nil {
+		m.reason = b.reason
+	}
+	return m
 }
 
 // use makes h the handler warming goes through.
@@ -126,9 +152,20 @@ func (w *warmer) use(h *Handler) {
 	w.mu.Unlock()
 }
 
-// start begins a warming run for reason on a goroutine of its own, or, while one runs,
-// has another follow it. A handler without warm.* set starts none.
+// start begins a warming run of every host for reason on a goroutine of its own, or, while
+// one runs, has another follow it. A handler without warm.* set starts none.
 func (w *warmer) start(reason string) {
+	w.startRun(&warmRun{reason: reason})
+}
+
+// recovered warms the hosts whose breaker, of key, closed after being open: what was fetched
+// while the origin failed may have been its error pages' neighbours, and visitors come back
+// at once.
+func (w *warmer) recovered(key string) {
+	w.startRun(&warmRun{reason: warmOnRecovery, keys: []string{key}})
+}
+
+func (w *warmer) startRun(run *warmRun) {
 	w.mu.Lock()
 	h := w.via
 	if h == nil || !h.s.Warm.on() {
@@ -136,18 +173,18 @@ func (w *warmer) start(reason string) {
 		return
 	}
 	if w.running {
-		w.again = reason
+		w.again = merged(w.again, run)
 		w.mu.Unlock()
 		return
 	}
 	w.running = true
 	w.mu.Unlock()
-	go w.loop(reason)
+	go w.loop(run)
 }
 
-// loop runs warming for reason, then the runs asked for meanwhile; the goroutine ends with
-// the last. A panic ends it without taking Traefik down (a panic in a goroutine would).
-func (w *warmer) loop(reason string) {
+// loop runs warming for run, then the runs asked for meanwhile; the goroutine ends with the
+// last. A panic ends it without taking Traefik down (a panic in a goroutine would).
+func (w *warmer) loop(run *warmRun) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.mu.Lock()
@@ -161,11 +198,11 @@ func (w *warmer) loop(reason string) {
 		w.mu.Lock()
 		h := w.via
 		w.mu.Unlock()
-		warm(h, reason)
+		warm(h, run)
 		w.mu.Lock()
-		reason = w.again
-		w.again = ""
-		if reason == "" {
+		run = w.again
+		w.again = nil
+		if run == nil {
 			w.running = false
 			w.mu.Unlock()
 			return
@@ -180,17 +217,27 @@ type warmTally struct {
 	timedOut bool
 }
 
-// warm runs one warming run through h: every path on every host, one at a time, until
-// warm.timeout has passed on h's clock.
-func warm(h *Handler, reason string) {
+// warm runs one warming run through h: every path on every host of run, one at a time,
+// until warm.timeout has passed on h's clock.
+func warm(h *Handler, run *warmRun) {
 	e := h.e
 	ws := h.s.Warm
+	reason := run.reason
 	start := h.s.Now()
 	deadline := start.Add(ws.Timeout)
-	log := e.events.current()
-	log.Emit(events.WarmStarted, events.Str("reason", reason), events.Int("urls", len(ws.Hosts)*len(ws.Paths)))
-	tally := &warmTally{n: make([]int, len(warmResults))}
+	var hosts []string
 	for _, entry := range ws.Hosts {
+		if warmsHost(h, run, entry) {
+			hosts = append(hosts, entry)
+		}
+	}
+	if len(hosts) == 0 {
+		return
+	}
+	log := e.events.current()
+	log.Emit(events.WarmStarted, events.Str("reason", reason), events.Int("urls", len(hosts)*len(ws.Paths)))
+	tally := &warmTally{n: make([]int, len(warmResults))}
+	for _, entry := range hosts {
 		scheme, host, err := warmOrigin(entry)
 		if err != nil {
 			// validate checked it.
@@ -212,6 +259,25 @@ func warm(h *Handler, reason string) {
 		events.Int("failed", tally.n[warmFailed]), events.Int("refused", tally.n[warmRefused]),
 		events.Int("busy", tally.n[warmBusy]), events.Int("timed_out", tally.n[warmTimeout]),
 		events.Dur("took", h.s.Now().Sub(start)))
+}
+
+// warmsHost tells whether run warms the warm.hosts entry: every entry, or one whose host a
+// breaker of run.keys guards (its scope key, with or without a breaker.paths prefix).
+func warmsHost(h *Handler, run *warmRun, entry string) bool {
+	if run.keys == nil {
+		return true
+	}
+	_, host, err := warmOrigin(entry)
+	if err != nil {
+		return false
+	}
+	scope := breaker.ScopeKey(h.e.breakerScope, host)
+	for _, key := range run.keys {
+		if k, _ := breaker.SplitPathKey(key); k == scope {
+			return true
+		}
+	}
+	return false
 }
 
 // warmRequest is the GET warming sends for scheme://host path, as a client's request

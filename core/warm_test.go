@@ -3,10 +3,12 @@ package core
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/limit"
 )
 
@@ -238,5 +240,50 @@ func TestWarmSettingsRejected(t *testing.T) {
 				t.Errorf("New: %v, want an invalid setting naming %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestWarmOnRecovery: when a host's breaker closes after being open, the warm.paths of that
+// host, and of no other, are fetched again.
+func TestWarmOnRecovery(t *testing.T) {
+	logs := &testLog{}
+	clock := newFakeClock()
+	down := false
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if down && r.Host == "a.example.com" {
+			w.WriteHeader(503)
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=1")
+		w.Write([]byte("body of " + r.Host + r.URL.RequestURI()))
+	})
+	s := Settings{Now: clock.Now, Log: discardLog, Events: func(line string) { logs.add(line) },
+		Breaker: breaker.Settings{Rand: func() float64 { return 0.5 }},
+		Warm:    WarmSettings{Paths: []string{"/w"}, Hosts: []string{"a.example.com", "b.example.com"}}}
+	h := newTestHandler(t, s, o)
+	waitWarmed(t, logs, 1)
+	if got := o.count("/w"); got != 2 {
+		t.Fatalf("warm fetches on start = %d, want 2", got)
+	}
+	// a.example.com fails until its breaker opens, then recovers: its probe closes it.
+	down = true
+	for i := 0; i < 40; i++ {
+		if strings.Contains(do(t, h, "GET", "http://a.example.com/x/"+strconv.Itoa(i)).Header().Get("Cache-Status"), "circuit-open") {
+			break
+		}
+	}
+	b, ok := h.e.breakers.Lookup("a.example.com")
+	if !ok || b.State(clock.Now()) != breaker.StateOpen {
+		t.Fatal("a.example.com's breaker did not open")
+	}
+	down = false
+	clock.Add(time.Minute)
+	do(t, h, "GET", "http://a.example.com/probe")
+	waitWarmed(t, logs, 2)
+	if got := o.count("/w"); got != 3 {
+		t.Errorf("warm fetches after a.example.com recovered = %d, want 3 (its path once more, not b's)", got)
+	}
+	if got := len(logs.with("reason=recovered")); got < 1 {
+		t.Errorf("no warm_started with reason=recovered in %q", logs.all())
 	}
 }

@@ -414,7 +414,7 @@ func cbTimeline(replies []cbReply, hits []cbHit) string {
 
 // TestNegativeCacheRetryLoop: a client retrying one failing URL as fast as it can (the origin
 // answers 503 with Retry-After: 5 and nothing is stored) reaches the origin once: the others
-// get the remembered 503 without a body for negative.ttl (2s), then the breaker's 503, which
+// get the remembered 503 with a line of text for negative.ttl (2s), then the breaker's 503, which
 // the origin's Retry-After opened. A 500, a 404 and a request with Authorization are not
 // remembered: every retry reaches the origin (FR-NEG-1, FR-NEG-2, FR-NEG-4). The breaker's
 // minRequests is raised out of reach so that no failure ratio opens it. The loop's thousands
@@ -476,8 +476,8 @@ func TestNegativeCacheRetryLoop(t *testing.T) {
 				t.Errorf("request %d: Cache-Status %q, want \"Weir; hit; ttl=N; detail=negative\" with N of 1 or 2", n, cs)
 			}
 			// The origin's Retry-After (5s) counts down from the failure that was remembered.
-			if ra, err := strconv.Atoi(r.header.Get("Retry-After")); r.body != "" || err != nil || ra < 1 || ra > 5 {
-				t.Errorf("request %d: body %q, Retry-After %q; want no body and what is left of the origin's Retry-After 5", n, short(r.body), r.header.Get("Retry-After"))
+			if ra, err := strconv.Atoi(r.header.Get("Retry-After")); r.body != "origin unavailable, retry later\n" || err != nil || ra < 1 || ra > 5 {
+				t.Errorf("request %d: body %q, Retry-After %q; want the refusal's line and what is left of the origin's Retry-After 5", n, short(r.body), r.header.Get("Retry-After"))
 			}
 		}
 		elapsed := time.Since(began)

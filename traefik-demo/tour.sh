@@ -83,13 +83,20 @@ events shed 2
 step "5. A miss-rate warning: the /search flood missed the cache 90% of the time or more"
 events miss_rate_anomaly 1
 
-step "6. Negative hits: a failing page answered again without asking the origin"
-curl -fsS -o /dev/null "$origin/fail?on=true"
+step "6. A page served stale while its origin is down (stale.ifError: 1h)"
+echo "/flaky says only max-age=2: no stale-if-error of its own; Weir's policy gives it one"
+show headers -H 'Host: flaky.localhost' "$web/flaky?tour=$tour&page=stale"
+sleep 2.5
+show curl -fsS "$origin/fail?on=true"
+show headers -H 'Host: flaky.localhost' "$web/flaky?tour=$tour&page=stale"
+echo "(a hit with a negative ttl: stale, and why: the origin failed)"
+
+step "7. Negative hits: a failing page answered again without asking the origin"
 before=$(origin /flaky)
 for i in 1 2 3; do show headers -H 'Host: flaky.localhost' "$web/flaky?tour=$tour"; done
 echo "origin calls for /flaky: $(( $(origin /flaky) - before )) for 3 requests"
 
-step "7. The breaker: the failing host's breaker opens, its probe closes it"
+step "8. The breaker: the failing host's breaker opens, its probe closes it"
 echo "distinct URLs on flaky.localhost while its origin fails (the breaker needs 5 fetches, half failed):"
 before=$(origin /flaky)
 retry=1
@@ -113,7 +120,7 @@ sleep 0.2
 echo "Weir's events:"
 events 'breaker_opened|breaker_half_open|breaker_closed' 3
 
-step "8. An origin that says stop is obeyed: its 429 with Retry-After opens that host's breaker for as long"
+step "9. An origin that says stop is obeyed: its 429 with Retry-After opens that host's breaker for as long"
 echo "/busy answers 429 with Retry-After: 7, on its own host (busy.localhost), whose breaker it opens:"
 before=$(origin /busy)
 show headers -H 'Host: busy.localhost' "$web/busy?tour=$tour"

@@ -117,6 +117,13 @@ type Policy struct {
 	// MaxEntrySize is the largest body stored, in bytes. Policy does not read it: the engine
 	// checks it while the body arrives.
 	MaxEntrySize int64
+	// StaleIfError and StaleWhileRevalidate are the operator's stale policy (stale.ifError,
+	// stale.whileRevalidate): the windows an answer gets when its origin sent no
+	// stale-if-error, or no stale-while-revalidate, of its own (RFC 5861). The origin's own
+	// directive comes first, even when it says 0; an answer that may not be served stale
+	// (must-revalidate, proxy-revalidate, s-maxage, no-cache) gets neither. Zero: none.
+	StaleIfError         time.Duration
+	StaleWhileRevalidate time.Duration
 }
 
 // NewEntry builds the entry for an answer received at respTime to a request sent at reqTime,
@@ -170,13 +177,16 @@ func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives,
 	// must-revalidate, proxy-revalidate, s-maxage and no-cache forbid serving stale
 	// (RFC 9111 sections 5.2.2.2, 5.2.2.8, 5.2.2.10; RFC 5861 section 1).
 	mayServeStale := !cc.MustRevalidate && !cc.ProxyRevalidate && !cc.NoCache && cc.SMaxAge < 0
-	if mayServeStale && cc.StaleWhileRevalidate > 0 {
-		e.StaleWhileRevalidateUntil = e.FreshUntil.Add(time.Duration(cc.StaleWhileRevalidate) * time.Second)
-		e.KeepUntil = later(e.KeepUntil, e.StaleWhileRevalidateUntil)
-	}
-	if mayServeStale && cc.StaleIfError > 0 {
-		e.StaleIfErrorUntil = e.FreshUntil.Add(time.Duration(cc.StaleIfError) * time.Second)
-		e.KeepUntil = later(e.KeepUntil, e.StaleIfErrorUntil)
+	if mayServeStale {
+		// Kept past freshness for as long as a window may need it.
+		if swr := staleWindow(cc.StaleWhileRevalidate, p.StaleWhileRevalidate); swr > 0 {
+			e.StaleWhileRevalidateUntil = e.FreshUntil.Add(swr)
+			e.KeepUntil = later(e.KeepUntil, e.StaleWhileRevalidateUntil)
+		}
+		if sie := staleWindow(cc.StaleIfError, p.StaleIfError); sie > 0 {
+			e.StaleIfErrorUntil = e.FreshUntil.Add(sie)
+			e.KeepUntil = later(e.KeepUntil, e.StaleIfErrorUntil)
+		}
 	}
 	if len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0 {
 		grace := lifetime
@@ -193,6 +203,15 @@ func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives,
 	}
 	e.Tags = Tags(h)
 	return e
+}
+
+// staleWindow is a stale window: the origin's directive in seconds when it sent one
+// (-1: none), else the operator's.
+func staleWindow(seconds int64, policy time.Duration) time.Duration {
+	if seconds >= 0 {
+		return time.Duration(seconds) * time.Second
+	}
+	return policy
 }
 
 // parseAge reads the Age field (RFC 9111 section 5.1): the leading digits of its first

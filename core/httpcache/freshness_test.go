@@ -65,6 +65,8 @@ func TestNewEntryFreshness(t *testing.T) {
 		header     http.Header
 		reqTime    time.Time
 		DefaultTTL time.Duration
+		policySIE  time.Duration // the operator's stale.ifError
+		policySWR  time.Duration // the operator's stale.whileRevalidate
 		wantAge    time.Duration // resp minus Born
 		wantFresh  time.Duration // FreshUntil minus Born
 		wantSWR    time.Duration // StaleWhileRevalidateUntil minus FreshUntil; 0: none
@@ -116,6 +118,26 @@ func TestNewEntryFreshness(t *testing.T) {
 			wantFresh: 7 * 24 * time.Hour, wantKeep: 24 * time.Hour},
 		{desc: "validator past a longer window", header: http.Header{"Cache-Control": {"max-age=10, stale-if-error=86400"}, "Etag": {`"e"`}},
 			wantFresh: 10 * time.Second, wantSIE: 24 * time.Hour, wantKeep: 24 * time.Hour},
+		{desc: "the operator's windows where the origin gave none", header: http.Header{"Cache-Control": {"max-age=10"}},
+			policySIE: time.Hour, policySWR: time.Minute,
+			wantFresh: 10 * time.Second, wantSWR: time.Minute, wantSIE: time.Hour, wantKeep: time.Hour},
+		{desc: "the operator's windows for an answer fresh by default", header: http.Header{}, DefaultTTL: time.Minute,
+			policySIE: time.Hour, wantFresh: time.Minute, wantSIE: time.Hour, wantKeep: time.Hour},
+		{desc: "the origin's stale-if-error first", header: http.Header{"Cache-Control": {"max-age=10, stale-if-error=30"}},
+			policySIE: time.Hour, policySWR: time.Minute,
+			wantFresh: 10 * time.Second, wantSWR: time.Minute, wantSIE: 30 * time.Second, wantKeep: time.Minute},
+		{desc: "the origin's stale-while-revalidate first", header: http.Header{"Cache-Control": {"max-age=10, stale-while-revalidate=5"}},
+			policySIE: time.Hour, policySWR: time.Minute,
+			wantFresh: 10 * time.Second, wantSWR: 5 * time.Second, wantSIE: time.Hour, wantKeep: time.Hour},
+		{desc: "the origin's zero is its own", header: http.Header{"Cache-Control": {"max-age=10, stale-if-error=0"}},
+			policySIE: time.Hour, wantFresh: 10 * time.Second},
+		{desc: "must-revalidate turns the policy off", header: http.Header{"Cache-Control": {"max-age=10, must-revalidate"}},
+			policySIE: time.Hour, policySWR: time.Minute, wantFresh: 10 * time.Second},
+		{desc: "proxy-revalidate turns the policy off", header: http.Header{"Cache-Control": {"max-age=10, proxy-revalidate"}},
+			policySIE: time.Hour, wantFresh: 10 * time.Second},
+		{desc: "s-maxage turns the policy off", header: http.Header{"Cache-Control": {"s-maxage=10"}},
+			policySIE: time.Hour, policySWR: time.Minute, wantFresh: 10 * time.Second},
+		{desc: "no-cache turns the policy off", header: http.Header{"Cache-Control": {"no-cache"}}, policySIE: time.Hour},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -127,7 +149,7 @@ func TestNewEntryFreshness(t *testing.T) {
 			if reqTime.IsZero() {
 				reqTime = resp
 			}
-			p := &Policy{DefaultTTL: tc.DefaultTTL}
+			p := &Policy{DefaultTTL: tc.DefaultTTL, StaleIfError: tc.policySIE, StaleWhileRevalidate: tc.policySWR}
 			e := p.NewEntry(status, tc.header, []byte("b"), ParseCacheControl(tc.header["Cache-Control"]), reqTime, resp)
 			if got := resp.Sub(e.Born); got != tc.wantAge {
 				t.Errorf("age = %s, want %s", got, tc.wantAge)
