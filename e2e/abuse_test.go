@@ -34,14 +34,15 @@ const (
 // that many requests (connection buffers, the proxy's pools, the Go heap's high-water mark)
 // is measured apart from what Weir adds.
 //
-// The bound on Weir's share is 4 × maxSize + 64 MiB. An entry costs more than its body
+// The bound on Weir's share is 4 × maxSize + 64 MiB, over the growth the bare run may cause. An entry costs more than its body
 // (headers, the key, map and list nodes, the interpreter's per-value overhead), Go's heap
 // runs up to twice the live heap before a collection (GOGC=100), and freed pages return to
 // the OS lazily, so RSS may hold twice the budget's real cost: 4 × for the entries. The 64
 // MiB covers what is not the store: the flight table, the limiter's and the miss-rate
 // detector's per-key state while 16 misses are in flight, and the interpreter's
 // allocations per request, which Traefik's bare run does not pay. An unbounded store would
-// hold all 30,000 × 4 KiB = 117 MiB of bodies and break the bound.
+// hold all 30,000 × 4 KiB = 117 MiB of bodies, and with their fields and the heap's slack
+// (RSS up to twice the live heap) break the bound.
 func TestFloodKeepsMemoryBounded(t *testing.T) {
 	body := strings.Repeat("f", floodBodySize)
 	var originHits int64
@@ -88,9 +89,14 @@ func TestFloodKeepsMemoryBounded(t *testing.T) {
 			t.Errorf("%s: %d of %d requests failed, the first: %s", f.prefix, f.failed, f.sent, f.firstFailure)
 		}
 	}
-	bound := int64(floodCacheMiB<<20)*4 + 64<<20
-	if growth := rss3 - rss1; growth > bound {
-		t.Errorf("RSS grew by %s through Weir with maxSize %d MiB, want at most %s (4 × maxSize + 64 MiB)",
+	// Measured from the start, not from after the bare flood: the bare run's own traffic
+	// raises RSS by anything from 7 to 43 MiB from one run to the next (how far Go's heap
+	// grew for its transient allocations), and what it leaves undone the Weir run does, so
+	// growth over the bare run moved by as much. bareAllowance covers the bare run.
+	const bareAllowance = 48 << 20
+	bound := int64(floodCacheMiB<<20)*4 + 64<<20 + bareAllowance
+	if growth := rss3 - rss0; growth > bound {
+		t.Errorf("RSS grew by %s through the bare and the Weir floods with maxSize %d MiB, want at most %s (4 × maxSize + 64 MiB + 48 MiB for the bare run)",
 			mib(growth), floodCacheMiB, mib(bound))
 	}
 
