@@ -38,7 +38,6 @@ func Weir(o Options) *weir.Config {
 	c.Breaker.OpenFor = "3s"
 	c.Negative.TTL = "2s"
 	c.Stale.IfError = "1h"
-	c.Stale.WhileRevalidate = "10s"
 	c.MissRate.MinMisses = "200"
 	c.Admin.Path = "/_weir"
 	c.Admin.Allow = []string{"127.0.0.1"}
