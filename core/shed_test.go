@@ -3,44 +3,22 @@ package core
 import (
 	"bytes"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/internal/fixture"
 )
 
-// repoRoot is the repository's root, the nearest folder at or above the working directory
-// whose go.mod declares modulePath (e2e/ and testmod/ hold modules of their own): the
-// package's directory under go test, the root itself under scripts/yaegi-test.sh.
+// repoRoot is the repository's root (fixture.Root).
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := fixture.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(mod, []byte("module "+modulePath+"\n")) {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no repository root above the working directory")
-		}
-		dir = up
-	}
-}
-
-// repoFile reads the file at path from the repository's root.
-func repoFile(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return root
 }
 
 // TestReasonsRegistered: every registered reason is whole and named once, and metrics,
@@ -77,7 +55,10 @@ func TestReasonsRegistered(t *testing.T) {
 	for _, f := range state.Refusals {
 		shown[f.Reason] = true
 	}
-	documented := refusalRows(t, string(repoFile(t, "docs/operations.md")))
+	documented, err := fixture.DocTable("docs/operations.md", "Refusals", refusalsHeader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range reasons {
 		if !strings.Contains(text.String(), `weir_shed_total{reason="`+r.name+`"} 0`) {
 			t.Errorf("%s: no weir_shed_total series in the metrics", r.name)
@@ -103,28 +84,3 @@ func TestReasonsRegistered(t *testing.T) {
 
 // refusalsHeader is the header of docs/operations.md's table of refusals.
 const refusalsHeader = "| reason | status | Retry-After | stale may answer | refused by |"
-
-// refusalRows are the cells of each row of the table under the "## Refusals" heading of doc,
-// by the reason in its first cell.
-func refusalRows(t *testing.T, doc string) map[string][]string {
-	t.Helper()
-	i := strings.Index(doc, "\n## Refusals\n")
-	if i < 0 {
-		t.Fatal(`docs/operations.md: no "## Refusals" section`)
-	}
-	section := doc[i+1:]
-	if j := strings.Index(section[3:], "\n## "); j >= 0 {
-		section = section[:j+3]
-	}
-	if !strings.Contains(section, "\n"+refusalsHeader+"\n") {
-		t.Errorf("docs/operations.md's Refusals: no table with the header %s", refusalsHeader)
-	}
-	rows := map[string][]string{}
-	for _, line := range strings.Split(section, "\n") {
-		if strings.HasPrefix(line, "| `") {
-			cells := strings.Split(strings.Trim(line, "| "), " | ")
-			rows[strings.Trim(cells[0], "`")] = cells
-		}
-	}
-	return rows
-}

@@ -1,15 +1,15 @@
 package events
 
 import (
-	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/weirproxy/weir/internal/fixture"
 )
 
 // eventNames returns the event names names.go declares, by constant: every string constant
@@ -53,25 +53,14 @@ func eventNames(t *testing.T) map[string]string {
 	return names
 }
 
-// repoRoot is the directory of Weir's go.mod: the package's own under go test, the
-// repository's under yaegi test.
+// repoRoot is the repository's root (fixture.Root).
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := fixture.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/weirproxy/weir\n")) {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no repository root above the working directory")
-		}
-		dir = up
-	}
+	return root
 }
 
 // isLevel tells whether s is one of the three levels.
@@ -169,33 +158,9 @@ const eventsHeader = "| event | level | when | fields |"
 // TestLevelsDocumented: docs/operations.md's Events has one row for each event, whose second
 // cell is its level, and no row for a name that is not an event.
 func TestLevelsDocumented(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "operations.md"))
+	rows, err := fixture.DocTable("docs/operations.md", "Events", eventsHeader)
 	if err != nil {
 		t.Fatal(err)
-	}
-	doc := string(data)
-	i := strings.Index(doc, "\n## Events\n")
-	if i < 0 {
-		t.Fatal(`docs/operations.md: no "## Events" section`)
-	}
-	section := doc[i+1:]
-	if j := strings.Index(section[3:], "\n## "); j >= 0 {
-		section = section[:j+3]
-	}
-	if !strings.Contains(section, "\n"+eventsHeader+"\n") {
-		t.Errorf("docs/operations.md's Events: no table with the header %s", eventsHeader)
-	}
-	rows := map[string][]string{}
-	for _, line := range strings.Split(section, "\n") {
-		if !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		name := strings.Trim(cells[0], "`")
-		if _, ok := rows[name]; ok {
-			t.Errorf("docs/operations.md's Events: two rows for %q", name)
-		}
-		rows[name] = cells
 	}
 	for _, name := range eventNames(t) {
 		cells, ok := rows[name]
