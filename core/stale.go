@@ -45,14 +45,20 @@ func staleCauses() []string {
 }
 
 // localStale is what this process's memory holds for r that may answer a refusal made before
-// any lookup (admission): the entry of a GET or HEAD without credentials, or of its variant.
-// Local memory only: an instance refusing requests for overload does not ask the shared
-// store. Nil for none.
+// any lookup (admission): the entry of a GET or HEAD without credentials, or of its variant,
+// under the key the hit path looks up (scheme, host and RequestURI as sent). Local memory
+// and no normalising: an instance refusing requests for overload neither asks the shared
+// store nor spends a key's making on each refusal. Nil for none.
 func localStale(h *Handler, r *http.Request) *store.Entry {
-	if h.hot == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead) || len(r.Header["Authorization"]) > 0 {
+	ru := r.RequestURI
+	if h.hot == nil || (r.Method != http.MethodGet && r.Method != http.MethodHead) || len(r.Header["Authorization"]) > 0 ||
+		ru == "" || ru[0] != '/' {
 		return nil
 	}
-	key := h.keyer.Key(r)
+	key := "http://" + r.Host + ru
+	if r.TLS != nil {
+		key = "https://" + r.Host + ru
+	}
 	ent := store.Lookup(h.hot, key)
 	if ent != nil && ent.VaryIndex {
 		ent = store.Lookup(h.hot, httpcache.VariantKey(httpcache.GenerationKey(key, ent), ent.Vary, r))
