@@ -223,10 +223,15 @@ func (c *Config) protections(s *core.Settings) error {
 	s.LogFormat = strings.TrimSpace(c.Log.Format)
 	s.AdminPath = strings.TrimSpace(c.Admin.Path)
 	s.AdminAccess.Token = strings.TrimSpace(c.Admin.Token)
+	s.AdminTokenFile = strings.TrimSpace(c.Admin.TokenFile)
 	if s.AdminAccess.Allow, err = admin.ParseAllow(c.Admin.Allow); err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
+	if s.AdminAccess.Hosts, err = admin.ParseHosts(c.Admin.Hosts); err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
 	s.StoreURL = strings.TrimSpace(c.Store.URL)
+	s.StoreURLFile = strings.TrimSpace(c.Store.URLFile)
 	s.StoreKeyPrefix = c.Store.KeyPrefix
 	if strings.TrimSpace(c.Store.NearCache) != "" {
 		near, err := parseBool("store.nearCache", c.Store.NearCache)

@@ -12,5 +12,5 @@ func ExampleConfig_Check() {
 	fmt.Println(c.Check())
 	// Output:
 	// <nil>
-	// weir: invalid configuration: admin.path: "/_weir" needs admin.token or admin.allow, or no one could use it
+	// weir: invalid configuration: admin.path: "/_weir" needs admin.token (or admin.tokenFile), or no one could use it
 }

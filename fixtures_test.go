@@ -15,13 +15,17 @@ import (
 // them, and New accepts each.
 
 // otherFields are the keys of Weir's section that labelFields leaves out, as the fuzz test
-// must: the store's, whose url dials a server, and budgets.shared, which needs it.
+// must: the store's, whose url dials a server, budgets.shared, which needs it, and the
+// files New reads.
 // key.queryDrop, a list, is decoded apart.
 var otherFields = []labelField{
 	{"store.url", func(c *Config, v string) { c.Store.URL = v }},
 	{"store.keyPrefix", func(c *Config, v string) { c.Store.KeyPrefix = v }},
 	{"store.nearCache", func(c *Config, v string) { c.Store.NearCache = v }},
 	{"budgets.shared", func(c *Config, v string) { c.Budgets.Shared = v }},
+	// Files, read when the middleware is built.
+	{"store.urlFile", func(c *Config, v string) { c.Store.URLFile = v }},
+	{"admin.tokenFile", func(c *Config, v string) { c.Admin.TokenFile = v }},
 }
 
 // listField is a list of Weir's section, and how to set it.
@@ -36,6 +40,7 @@ var listFields = []listField{
 	{"breaker.overrides", func(c *Config, list []string) { c.Breaker.Overrides = list }},
 	{"breaker.paths", func(c *Config, list []string) { c.Breaker.Paths = list }},
 	{"admin.allow", func(c *Config, list []string) { c.Admin.Allow = list }},
+	{"admin.hosts", func(c *Config, list []string) { c.Admin.Hosts = list }},
 	{"budgets.exempt", func(c *Config, list []string) { c.Budgets.Exempt = list }},
 	{"admission.protect", func(c *Config, list []string) { c.Admission.Protect = list }},
 	// pacing is a list at the top of Weir's section, not in a section of its own.

@@ -248,6 +248,9 @@ type MissRateConfig struct {
 type StoreConfig struct {
 	// URL is redis://[user:password@]host:port/db or rediss://... for TLS ("": memory).
 	URL string `json:"url,omitempty"`
+	// URLFile is a file holding the URL, such as a Docker or Kubernetes secret, read when
+	// the middleware is built, surrounding whitespace trimmed ("": none; not with url).
+	URLFile string `json:"urlFile,omitempty"`
 	// KeyPrefix prefixes every key ("weir:").
 	KeyPrefix string `json:"keyPrefix,omitempty"`
 	// NearCache keeps copies of entries read from the store in this Traefik, within
@@ -260,13 +263,21 @@ type AdminConfig struct {
 	// Path is where they answer, on every router the middleware is attached to ("/_weir";
 	// "": off, the default). Requests under it never reach the origin.
 	Path string `json:"path,omitempty"`
-	// Token is a bearer token (Authorization: Bearer <token>) that opens the admin and
-	// PURGE ("": none).
+	// Token is the bearer token (Authorization: Bearer <token>, or the page's sign-in form)
+	// that opens the admin and PURGE, at least 24 characters ("": none; admin.path and
+	// cache.allowPurge need it).
 	Token string `json:"token,omitempty"`
-	// Allow lists CIDRs whose connections may use the admin and PURGE without the token
-	// (none by default). Matched against the connection's address, never a forwarded
-	// header.
+	// TokenFile is a file holding the token, such as a Docker or Kubernetes secret, read
+	// when the middleware is built, surrounding whitespace trimmed ("": none; not with
+	// token).
+	TokenFile string `json:"tokenFile,omitempty"`
+	// Allow narrows who may present the token to the connections from these CIDRs (none by
+	// default: any address). Matched against the connection's address, never a forwarded
+	// header. It needs the token: it no longer replaces it.
 	Allow []string `json:"allow,omitempty"`
+	// Hosts are the Host names the admin answers for; a request to any other gets 404, as
+	// if no admin were there (none by default: every host).
+	Hosts []string `json:"hosts,omitempty"`
 }
 
 // LogConfig shapes Weir's event lines: a breaker opening or closing, the store breaker, the

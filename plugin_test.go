@@ -131,6 +131,7 @@ func TestCheckAcceptsWhatNewAccepts(t *testing.T) {
 		{desc: "empty", set: func(c *Config) {}},
 		{desc: "admin with access", set: func(c *Config) {
 			c.Admin.Path = "/_weir"
+			c.Admin.Token = "a-token-of-at-least-24-chars"
 			c.Admin.Allow = []string{"127.0.0.1/32"}
 		}},
 		{desc: "a store nobody listens on", set: func(c *Config) { c.Store.URL = "redis://127.0.0.1:1/0" }},

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/admit"
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/events"
@@ -63,6 +64,9 @@ type engine struct {
 	warm     *warmer
 	warmConf string
 	warmOn   string
+	// adminBrake counts failed admin attempts by client address, across reloads
+	// (keepAdminBrake).
+	adminBrake *admin.Brake
 	// anomalies keeps the recent miss-rate anomalies for the admin, across reloads.
 	anomalies *anomalyLog
 	// overridden lists the keys breaker.overrides gave parameters, so that a reload that
@@ -211,6 +215,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 		return nil, err
 	}
 	keepWarmer(e, old, s)
+	keepAdminBrake(e, old)
 	e.anomalies = old.anomalies
 	if e.anomalies == nil {
 		e.anomalies = &anomalyLog{}

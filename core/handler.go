@@ -72,6 +72,10 @@ type Handler struct {
 // New returns the handler of the middleware name in front of next, finding the engine that
 // earlier configurations of name built, or building it.
 func New(name string, s Settings, next http.Handler) (*Handler, error) {
+	s, err := s.withSecrets()
+	if err != nil {
+		return nil, err
+	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}

@@ -38,8 +38,28 @@ func newAdmin(e *engine, s Settings) *admin.Handler {
 			return admin.Under(base, path)
 		})
 	}
+	return admin.NewHandler(s.AdminPath, adminAccess(e, s), operator{e: e, s: s}, s.Now)
+}
+
+// adminAccess is who may use e's admin and send PURGE, as s configures it, with the
+// engine's brake on failed attempts and its event log told of each.
+func adminAccess(e *engine, s Settings) *admin.Access {
 	access := s.AdminAccess
-	return admin.NewHandler(s.AdminPath, &access, operator{e: e, s: s}, s.Now)
+	access.Brake = e.adminBrake
+	access.OnFailure = func(f admin.Failure) {
+		e.events.current().Emit(events.AdminAuthFailed, events.Str("client", f.Client), events.Str("way", f.Way),
+			events.Int("failures", f.Failures), events.Bool("throttled", f.Throttled))
+	}
+	return &access
+}
+
+// keepAdminBrake gives e the brake on failed admin attempts of the engine before it: a
+// reload, which anyone who can change a container's labels may cause, does not clear it.
+func keepAdminBrake(e, old *engine) {
+	e.adminBrake = old.adminBrake
+	if e.adminBrake == nil {
+		e.adminBrake = admin.NewBrake(admin.DefaultBrakeClients)
+	}
 }
 
 // splitKey is the host and the path of a cache key ("https://host/path?query", a variant's

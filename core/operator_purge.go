@@ -129,9 +129,16 @@ func (o operator) keyOf(raw string) (string, error) {
 const methodPurge = "PURGE"
 
 func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
-	if !h.s.AdminAccess.Allowed(r) {
+	v := adminAccess(h.e, h.s).Check(r, h.s.Now())
+	if v.Result == admin.Throttled {
+		// As the admin answers it (admin.Throttle): the same brake counts both.
+		h.write(w, r, &answer{status: http.StatusTooManyRequests, text: "too many failed attempts from this address, retry later",
+			cache: statusBypass, detail: admin.DetailThrottled, retryAfter: v.RetryAfter, negotiated: true})
+		return
+	}
+	if v.Result != admin.Granted {
 		// An unauthenticated client must never empty the cache.
-		h.write(w, r, &answer{status: http.StatusForbidden, text: "forbidden: PURGE needs admin.token or an address in admin.allow",
+		h.write(w, r, &answer{status: http.StatusForbidden, text: "forbidden: PURGE needs admin.token, from an address in admin.allow when it is set",
 			cache: statusBypass, detail: "forbidden"})
 		return
 	}

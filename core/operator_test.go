@@ -12,7 +12,7 @@ import (
 	"github.com/weirproxy/weir/core/limit"
 )
 
-const adminToken = "operator-token"
+const adminToken = "operator-token-of-24-chars"
 
 // adminSettings turns the admin on at /_weir for adminToken.
 func adminSettings(s Settings) Settings {
@@ -134,11 +134,11 @@ func TestAdminSettings(t *testing.T) {
 		wantErr string
 	}{
 		{desc: "a path without credentials", s: Settings{AdminPath: "/_weir"}, wantErr: "admin.path"},
-		{desc: "a relative path", s: Settings{AdminPath: "_weir", AdminAccess: admin.Access{Token: "t"}}, wantErr: "admin.path"},
-		{desc: "the root", s: Settings{AdminPath: "/", AdminAccess: admin.Access{Token: "t"}}, wantErr: "admin.path"},
+		{desc: "a relative path", s: Settings{AdminPath: "_weir", AdminAccess: admin.Access{Token: adminToken}}, wantErr: "admin.path"},
+		{desc: "the root", s: Settings{AdminPath: "/", AdminAccess: admin.Access{Token: adminToken}}, wantErr: "admin.path"},
 		{desc: "purge without credentials", s: Settings{AllowPurge: true}, wantErr: "cache.allowPurge"},
-		{desc: "purge with a token", s: Settings{AllowPurge: true, AdminAccess: admin.Access{Token: "t"}}},
-		{desc: "a path with a token", s: Settings{AdminPath: "/_weir/", AdminAccess: admin.Access{Token: "t"}}},
+		{desc: "purge with a token", s: Settings{AllowPurge: true, AdminAccess: admin.Access{Token: adminToken}}},
+		{desc: "a path with a token", s: Settings{AdminPath: "/_weir/", AdminAccess: admin.Access{Token: adminToken}}},
 	}
 	for _, tt := range tests {
 		_, err := New(uniqueEngineName(t), tt.s, http.NotFoundHandler())

@@ -3,11 +3,13 @@ package core
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/breaker"
@@ -61,9 +63,16 @@ type Settings struct {
 
 	// AdminPath is where the admin API, page and metrics answer ("/_weir"). Empty: no admin.
 	AdminPath string
-	// AdminAccess says who may use the admin, and send PURGE. Its zero value lets no one in:
-	// AdminPath and AllowPurge both need a token or an allowed network.
+	// AdminAccess says who may use the admin, and send PURGE: its Token (at least
+	// admin.MinTokenLength characters) is always needed, its Allow narrows the addresses
+	// that may present it, its Hosts the names the admin answers for. Its zero value lets no
+	// one in: AdminPath and AllowPurge both need a token. Its Brake and callbacks are the
+	// engine's own (newAdmin).
 	AdminAccess admin.Access
+	// AdminTokenFile is admin.tokenFile: a file (a Docker or Kubernetes secret) whose
+	// content, surrounding whitespace trimmed, New takes as AdminAccess.Token. Empty: none;
+	// setting it with AdminAccess.Token is an error.
+	AdminTokenFile string
 
 	// Limiter is the origin concurrency budget (FR-LIM-1..7); zero fields are its defaults.
 	// It is updated live on reload.
@@ -112,6 +121,11 @@ type Settings struct {
 	// (redis://, rediss://), a Redis Cluster (redis-cluster://) or the primary Redis Sentinel
 	// monitors (redis-sentinel://); see redisstore.Settings.URL. Empty: process memory.
 	StoreURL string
+	// StoreURLFile is store.urlFile: a file (a Docker or Kubernetes secret) whose content,
+	// surrounding whitespace trimmed, New takes as StoreURL, so that a password in the URL
+	// need not be written in Traefik's configuration. Empty: none; setting it with StoreURL
+	// is an error.
+	StoreURLFile string
 	// StoreKeyPrefix prefixes every key in the shared store. Empty: "weir:".
 	StoreKeyPrefix string
 	// StoreNoNearCache turns off the shared store's near tier: every lookup then asks the
@@ -262,21 +276,95 @@ func (s Settings) fingerprint() string {
 		strings.Join(drop, ","), s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.StoreID, s.StoreURL, s.StoreKeyPrefix, !s.StoreNoNearCache, s.StoreTimeout)
 }
 
-// validateAdmin checks admin.path and that whatever empties or reveals the cache has the
-// operator's credentials to check.
+// validateAdmin checks admin.path and admin.token, and that whatever empties or reveals the
+// cache has the operator's token to check. admin.allow narrows who may present the token: it
+// never stands in for it, since an address is not a secret (anyone on an allowed network, or
+// any process on an allowed host, shares it).
 func (s Settings) validateAdmin() error {
+	a := s.AdminAccess
+	if a.Token != "" {
+		if n := utf8.RuneCountInString(a.Token); n < admin.MinTokenLength {
+			if s.AdminTokenFile != "" {
+				return fmt.Errorf("%w: admin.tokenFile: %q holds %d characters; at least %d", ErrSettings, s.AdminTokenFile, n, admin.MinTokenLength)
+			}
+			return fmt.Errorf("%w: admin.token: %d characters; at least %d", ErrSettings, n, admin.MinTokenLength)
+		}
+	}
+	if len(a.Allow) > 0 && a.Token == "" {
+		return fmt.Errorf("%w: admin.allow: needs admin.token: the allow list narrows who may present the token, it no longer replaces it", ErrSettings)
+	}
 	if p := s.AdminPath; p != "" {
 		if p[0] != '/' || strings.ContainsAny(p, "?#") || p == "/" {
 			return fmt.Errorf("%w: admin.path: %q must be a path below the root such as \"/_weir\"", ErrSettings, p)
 		}
-		if !s.AdminAccess.Configured() {
-			return fmt.Errorf("%w: admin.path: %q needs admin.token or admin.allow, or no one could use it", ErrSettings, p)
+		if !a.Configured() {
+			return fmt.Errorf("%w: admin.path: %q needs admin.token (or admin.tokenFile), or no one could use it", ErrSettings, p)
 		}
 	}
-	if s.AllowPurge && !s.AdminAccess.Configured() {
-		return fmt.Errorf("%w: cache.allowPurge: true needs admin.token or admin.allow, so that no anonymous client can empty the cache", ErrSettings)
+	if s.AllowPurge && !a.Configured() {
+		return fmt.Errorf("%w: cache.allowPurge: true needs admin.token (or admin.tokenFile), so that no anonymous client can empty the cache", ErrSettings)
 	}
 	return nil
+}
+
+// maxSecretFile bounds what admin.tokenFile and store.urlFile may hold: a secret, not a
+// document.
+const maxSecretFile = 64 << 10
+
+// withSecrets reads admin.tokenFile and store.urlFile into the values they stand for. Their
+// errors name the field and the path, never what the file holds.
+func (s Settings) withSecrets() (Settings, error) {
+	if s.AdminTokenFile != "" {
+		if s.AdminAccess.Token != "" {
+			return s, fmt.Errorf("%w: admin.tokenFile: %q is set with admin.token; set one of them", ErrSettings, s.AdminTokenFile)
+		}
+		token, err := readSecret("admin.tokenFile", s.AdminTokenFile)
+		if err != nil {
+			return s, err
+		}
+		s.AdminAccess.Token = token
+	}
+	if s.StoreURLFile != "" {
+		if s.StoreURL != "" {
+			return s, fmt.Errorf("%w: store.urlFile: %q is set with store.url; set one of them", ErrSettings, s.StoreURLFile)
+		}
+		u, err := readSecret("store.urlFile", s.StoreURLFile)
+		if err != nil {
+			return s, err
+		}
+		s.StoreURL = u
+	}
+	return s, nil
+}
+
+// readSecret reads the file at path for field, surrounding whitespace trimmed.
+func readSecret(field, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %q cannot be read: %v", ErrSettings, field, path, pathErr(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %q cannot be read: %v", ErrSettings, field, path, pathErr(err))
+	}
+	if len(data) > maxSecretFile {
+		return "", fmt.Errorf("%w: %s: %q holds more than %d bytes; it should hold the secret alone", ErrSettings, field, path, maxSecretFile)
+	}
+	v := strings.TrimSpace(string(data))
+	if v == "" {
+		return "", fmt.Errorf("%w: %s: %q is empty", ErrSettings, field, path)
+	}
+	return v, nil
+}
+
+// pathErr is err without the path an *os.PathError repeats.
+func pathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // Check reports what New would refuse in s, with New's own message: the provider plugin
@@ -287,6 +375,10 @@ func (s Settings) validateAdmin() error {
 // for a store.url, the store without its near cache (which dials nothing before it is used),
 // closed at once. No engine is built or registered.
 func Check(s Settings) error {
+	s, err := s.withSecrets()
+	if err != nil {
+		return err
+	}
 	if err := s.validate(); err != nil {
 		return err
 	}

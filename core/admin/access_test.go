@@ -36,46 +36,51 @@ func TestParseAllow(t *testing.T) {
 	}
 }
 
-func TestAllowed(t *testing.T) {
+// TestCheck: every way in needs the token; admin.allow narrows who may present it and never
+// stands in for it.
+func TestCheck(t *testing.T) {
 	allow, err := ParseAllow([]string{"10.0.0.0/8", "2001:db8::/32"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tokenOnly := &Access{Token: testToken}
 	both := &Access{Token: testToken, Allow: allow}
+	session, _ := newSession(testToken, testNow)
+	bearer := map[string]string{"Authorization": "Bearer " + testToken}
 	tests := []struct {
 		desc   string
 		access *Access
 		remote string
 		header map[string]string
 		cookie string
-		want   bool
+		want   int
 	}{
-		{desc: "the zero access lets no one in", access: &Access{}, remote: "10.1.2.3:1", want: false},
-		{desc: "a nil access lets no one in", access: nil, remote: "10.1.2.3:1", want: false},
-		{desc: "an allowed v4 address", access: both, remote: "10.1.2.3:1", want: true},
-		{desc: "an allowed v6 address", access: both, remote: "[2001:db8::5]:1", want: true},
-		{desc: "an address outside", access: both, remote: "192.0.2.1:1", want: false},
+		{desc: "the zero access lets no one in", access: &Access{}, remote: "10.1.2.3:1", want: Refused},
+		{desc: "a nil access lets no one in", access: nil, remote: "10.1.2.3:1", want: Refused},
+		{desc: "allow alone lets no one in, not even from inside", access: &Access{Allow: allow}, remote: "10.1.2.3:1", want: Refused},
+		{desc: "inside allow without the token", access: both, remote: "10.1.2.3:1", want: Refused},
+		{desc: "inside allow with the token, v4", access: both, remote: "10.1.2.3:1", header: bearer, want: Granted},
+		{desc: "inside allow with the token, v6", access: both, remote: "[2001:db8::5]:1", header: bearer, want: Granted},
+		{desc: "outside allow with the token", access: both, remote: "192.0.2.1:1", header: bearer, want: Refused},
+		{desc: "outside allow with a session", access: both, remote: "192.0.2.1:1", cookie: session, want: Refused},
 		{desc: "a forwarded header is never believed", access: both, remote: "192.0.2.1:1",
-			header: map[string]string{"X-Forwarded-For": "10.1.2.3", "X-Real-Ip": "10.1.2.3"}, want: false},
-		{desc: "the bearer token", access: tokenOnly, remote: "192.0.2.1:1",
-			header: map[string]string{"Authorization": "Bearer " + testToken}, want: true},
+			header: map[string]string{"X-Forwarded-For": "10.1.2.3", "X-Real-Ip": "10.1.2.3", "Authorization": "Bearer " + testToken}, want: Refused},
+		{desc: "the bearer token", access: tokenOnly, remote: "192.0.2.1:1", header: bearer, want: Granted},
 		{desc: "the scheme in any case", access: tokenOnly, remote: "192.0.2.1:1",
-			header: map[string]string{"Authorization": "bearer " + testToken}, want: true},
+			header: map[string]string{"Authorization": "bearer " + testToken}, want: Granted},
 		{desc: "a wrong token", access: tokenOnly, remote: "192.0.2.1:1",
-			header: map[string]string{"Authorization": "Bearer " + testToken + "x"}, want: false},
+			header: map[string]string{"Authorization": "Bearer " + testToken + "x"}, want: Refused},
 		{desc: "a prefix of the token", access: tokenOnly, remote: "192.0.2.1:1",
-			header: map[string]string{"Authorization": "Bearer s3cret"}, want: false},
+			header: map[string]string{"Authorization": "Bearer s3cret"}, want: Refused},
 		{desc: "an empty token", access: tokenOnly, remote: "192.0.2.1:1",
-			header: map[string]string{"Authorization": "Bearer "}, want: false},
+			header: map[string]string{"Authorization": "Bearer "}, want: Refused},
 		{desc: "basic auth is not the token", access: tokenOnly, remote: "192.0.2.1:1",
-			header: map[string]string{"Authorization": "Basic " + testToken}, want: false},
-		{desc: "the login cookie", access: tokenOnly, remote: "192.0.2.1:1", cookie: testToken, want: true},
-		{desc: "a wrong cookie", access: tokenOnly, remote: "192.0.2.1:1", cookie: "guess", want: false},
-		{desc: "no token configured: a token-looking header is nothing", access: &Access{Allow: allow}, remote: "192.0.2.1:1",
-			header: map[string]string{"Authorization": "Bearer "}, want: false},
-		{desc: "a remote address without a port", access: both, remote: "10.9.9.9", want: true},
-		{desc: "a garbled remote address", access: both, remote: "nonsense", want: false},
+			header: map[string]string{"Authorization": "Basic " + testToken}, want: Refused},
+		{desc: "a session cookie", access: tokenOnly, remote: "192.0.2.1:1", cookie: session, want: Granted},
+		{desc: "the raw token as the cookie is no session", access: tokenOnly, remote: "192.0.2.1:1", cookie: testToken, want: Refused},
+		{desc: "a wrong cookie", access: tokenOnly, remote: "192.0.2.1:1", cookie: "guess", want: Refused},
+		{desc: "a remote address without a port", access: both, remote: "10.9.9.9", header: bearer, want: Granted},
+		{desc: "a garbled remote address", access: both, remote: "nonsense", header: bearer, want: Refused},
 	}
 	for _, tt := range tests {
 		r := httptest.NewRequest(http.MethodGet, "http://example.com/_weir/", nil)
@@ -86,8 +91,11 @@ func TestAllowed(t *testing.T) {
 		if tt.cookie != "" {
 			r.AddCookie(&http.Cookie{Name: cookieName, Value: tt.cookie})
 		}
-		if got := tt.access.Allowed(r); got != tt.want {
-			t.Errorf("%s: Allowed = %t, want %t", tt.desc, got, tt.want)
+		if got := tt.access.Check(r, testNow).Result; got != tt.want {
+			t.Errorf("%s: Check = %d, want %d", tt.desc, got, tt.want)
+		}
+		if got := tt.access.Allowed(r, testNow); got != (tt.want == Granted) {
+			t.Errorf("%s: Allowed = %t, want %t", tt.desc, got, tt.want == Granted)
 		}
 	}
 }

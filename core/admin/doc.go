@@ -1,5 +1,7 @@
 // Package admin is Weir's operator face: who may reach it (a bearer token compared in
-// constant time, CIDRs matched against the connection's address), and the HTTP API and page
+// constant time, or a signed session the sign-in form gives; CIDRs matched against the
+// connection's address narrowing who may present it; the Host names it answers for; a brake
+// on failed attempts per address), and the HTTP API and page
 // under admin.path that show and steer one middleware's engine: its breakers, limiter,
 // miss-rate anomalies and store, its metrics, and purges.
 //

@@ -56,6 +56,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("X-Content-Type-Options", "nosniff")
+	if !h.access.ServesHost(r.Host) {
+		// As if no admin were there: nothing says there is one on another name.
+		hdr.Set("Cache-Status", "Weir; fwd=bypass")
+		hdr.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte("404 page not found\n"))
+		return
+	}
 	hdr.Set("Cache-Status", "Weir; fwd=bypass; detail=admin")
 	rel := strings.TrimPrefix(r.URL.Path, h.path)
 	switch rel {
@@ -71,8 +79,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.asset(w, r, "text/css; charset=utf-8", pageCSS)
 		return
 	}
-	if !h.access.Allowed(r) {
-		h.forbidden(w, r, rel)
+	v := h.access.Check(r, h.now())
+	if v.Result == Throttled {
+		Throttle(w, v.RetryAfter)
+		return
+	}
+	if v.Result != Granted {
+		if v.ClearCookie {
+			h.clearCookie(w, r)
+		}
+		h.forbidden(w, r, rel, v.Why)
 		return
 	}
 	switch rel {
@@ -96,6 +112,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeError(w, http.StatusNotFound, "no such admin page: "+rel)
 	}
+}
+
+// Throttle answers 429 to a client the brake holds back, as Weir answers every refusal:
+// Retry-After in whole seconds, rounded up, and the reason in Cache-Status.
+func Throttle(w http.ResponseWriter, retryAfter time.Duration) {
+	seconds := int64((retryAfter + time.Second - 1) / time.Second)
+	if seconds < 1 {
+		seconds = 1
+	}
+	hdr := w.Header()
+	hdr.Set("Retry-After", strconv.FormatInt(seconds, 10))
+	hdr.Set("Cache-Status", "Weir; fwd=bypass; detail="+DetailThrottled)
+	// The body of every refusal of Weir's to a JSON client (core's refusalBody).
+	writeJSON(w, http.StatusTooManyRequests, map[string]interface{}{"error": DetailThrottled, "retryAfter": seconds})
 }
 
 // method answers 405 unless r uses one of the allowed methods (HEAD goes with GET).
@@ -139,33 +169,44 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// forbidden answers 403. A browser asking for the page gets a login form with it, so that an
-// operator with the token can sign in; the form reveals nothing of the engine.
-func (h *Handler) forbidden(w http.ResponseWriter, r *http.Request, rel string) {
-	if r.Method == http.MethodGet && (rel == "/" || rel == "/index.html") && h.access.Token != "" {
+// forbidden answers 403 for why. A browser asking for the page gets a sign-in form with it,
+// so that an operator with the token can sign in; the form reveals nothing of the engine.
+func (h *Handler) forbidden(w http.ResponseWriter, r *http.Request, rel, why string) {
+	if r.Method == http.MethodGet && (rel == "/" || rel == "/index.html") && h.access.Configured() && why != whyOutside {
+		warning := ""
+		if !Secure(r) && !loopback(r.RemoteAddr) {
+			warning = plainHTTPWarning
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src data:; form-action 'self'; frame-ancestors 'none'")
 		w.WriteHeader(http.StatusForbidden)
-		w.Write([]byte(strings.Replace(loginHTML, "{{action}}", h.path+"/login", 1)))
+		w.Write([]byte(strings.NewReplacer("{{action}}", h.path+"/login", "{{warning}}", warning).Replace(loginHTML)))
 		return
 	}
-	writeError(w, http.StatusForbidden, "forbidden: the admin needs admin.token or an address in admin.allow")
+	writeError(w, http.StatusForbidden, why)
 }
 
-// login takes the token from the page's form and keeps it in a cookie for the admin's path
-// only, unreadable by scripts and never sent by another site's request.
+// login takes the token from the page's form and gives a session in a cookie for the
+// admin's path only: unreadable by scripts, never sent by another site's request, sent
+// only over HTTPS when the page was reached over HTTPS, and never the token itself.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if !h.method(w, r, http.MethodPost) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-	token := r.PostFormValue("token")
-	if h.access.Token == "" || !tokenMatches(token, h.access.Token) {
-		writeError(w, http.StatusForbidden, "forbidden: wrong token")
+	now := h.now()
+	v := h.access.SignIn(r, now, r.PostFormValue("token"))
+	if v.Result == Throttled {
+		Throttle(w, v.RetryAfter)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: h.path + "/",
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	if v.Result != Granted {
+		writeError(w, http.StatusForbidden, v.Why)
+		return
+	}
+	value, _ := newSession(h.access.Token, now)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: h.path + "/",
+		MaxAge: int(SessionLifetime / time.Second), HttpOnly: true, Secure: Secure(r), SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, h.path+"/", http.StatusSeeOther)
 }
 
@@ -173,9 +214,14 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	if !h.method(w, r, http.MethodPost) {
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: h.path + "/", MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	h.clearCookie(w, r)
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// clearCookie drops the session cookie.
+func (h *Handler) clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: h.path + "/", MaxAge: -1,
+		HttpOnly: true, Secure: Secure(r), SameSite: http.SameSiteStrictMode})
 }
 
 // actionRequest is the body of every action; each action reads the fields it needs.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestForbidden(t *testing.T) {
@@ -45,7 +46,7 @@ func TestPages(t *testing.T) {
 		wantType   string
 		wantBody   string
 	}{
-		{desc: "the page, by address", q: request{path: "/_weir/", remote: "10.0.0.1:40000"},
+		{desc: "the page, from loopback", q: request{path: "/_weir/", remote: "127.0.0.1:40000", auth: "Bearer " + testToken},
 			wantStatus: 200, wantType: "text/html", wantBody: `<table id="breakers">`},
 		{desc: "the page, by token", q: request{path: "/_weir/", auth: "Bearer " + testToken},
 			wantStatus: 200, wantType: "text/html", wantBody: `page.js`},
@@ -174,9 +175,10 @@ func TestActionsNeedJSON(t *testing.T) {
 	}
 }
 
-// TestPacingNeedsAccess: setting a pace takes the token, an allowed address or the cookie,
-// as every action does.
+// TestPacingNeedsAccess: setting a pace takes the token or a session made with it, as every
+// action does.
 func TestPacingNeedsAccess(t *testing.T) {
+	session, _ := newSession(testToken, testNow)
 	tests := []struct {
 		desc string
 		q    request
@@ -185,8 +187,9 @@ func TestPacingNeedsAccess(t *testing.T) {
 		{desc: "nobody", q: request{}, want: http.StatusForbidden},
 		{desc: "a wrong token", q: request{auth: "Bearer nope"}, want: http.StatusForbidden},
 		{desc: "the token", q: request{auth: "Bearer " + testToken}, want: http.StatusOK},
-		{desc: "an allowed address", q: request{remote: "10.1.2.3:4000"}, want: http.StatusOK},
-		{desc: "the cookie", q: request{header: map[string]string{"Cookie": cookieName + "=" + testToken}}, want: http.StatusOK},
+		{desc: "an address alone", q: request{remote: "10.1.2.3:4000"}, want: http.StatusForbidden},
+		{desc: "a session", q: request{header: map[string]string{"Cookie": cookieName + "=" + session}}, want: http.StatusOK},
+		{desc: "the token as the cookie", q: request{header: map[string]string{"Cookie": cookieName + "=" + testToken}}, want: http.StatusForbidden},
 	}
 	for _, tt := range tests {
 		h, f := newTestAdmin(t)
@@ -215,8 +218,12 @@ func TestLogin(t *testing.T) {
 		t.Fatalf("the right token: status %d, want 303", w.Code)
 	}
 	cookies := w.Result().Cookies()
-	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Path != "/_weir/" {
-		t.Fatalf("cookie %+v, want one HttpOnly, SameSite=Strict cookie for /_weir/", cookies)
+	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || cookies[0].Path != "/_weir/" ||
+		cookies[0].MaxAge != int(SessionLifetime/time.Second) || cookies[0].Secure {
+		t.Fatalf("cookie %+v, want one HttpOnly, SameSite=Strict cookie for /_weir/ of Max-Age 12h, not Secure over plain HTTP", cookies)
+	}
+	if strings.Contains(cookies[0].Value, testToken) {
+		t.Errorf("cookie %q holds the token", cookies[0].Value)
 	}
 	w = serve(t, h, request{path: "/_weir/api/state", header: map[string]string{"Cookie": cookies[0].Name + "=" + cookies[0].Value}})
 	if w.Code != http.StatusOK {
@@ -224,16 +231,17 @@ func TestLogin(t *testing.T) {
 	}
 }
 
-// TestTokenOnlyLogin: without a token there is nothing to log in with.
-func TestTokenOnlyLogin(t *testing.T) {
+// TestNoTokenNoLogin: without a token there is nothing to sign in with, whatever
+// admin.allow says.
+func TestNoTokenNoLogin(t *testing.T) {
 	allow, _ := ParseAllow([]string{"10.0.0.0/8"})
 	h := NewHandler("/_weir", &Access{Allow: allow}, &fakeEngine{}, nil)
 	w := serve(t, h, request{method: http.MethodPost, path: "/_weir/login", body: "token=",
-		contentType: "application/x-www-form-urlencoded"})
+		contentType: "application/x-www-form-urlencoded", remote: "10.0.0.1:1"})
 	if w.Code != http.StatusForbidden {
 		t.Errorf("status %d, want 403", w.Code)
 	}
-	w = serve(t, h, request{path: "/_weir/"})
+	w = serve(t, h, request{path: "/_weir/", remote: "10.0.0.1:1"})
 	if w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), "<form") {
 		t.Errorf("status %d, body %q: want a plain 403 without a login form", w.Code, w.Body.String())
 	}

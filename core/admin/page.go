@@ -97,6 +97,7 @@ th{background:#f4f4f4}
 .override::after{content:" (override)";font-weight:normal;font-size:.85em}
 .pair{display:flex;gap:2em;flex-wrap:wrap}
 #message{min-height:1.4em;color:#1e8449}#message.error{color:#c0392b}
+.warning{color:#c0392b;border:1px solid #c0392b;padding:.4em .6em}
 .actions form{display:inline-flex;gap:.3em;margin:.1em .3em .1em 0}
 .actions>button{margin-right:.3em}
 .actions input{width:5em}
@@ -294,11 +295,16 @@ const loginHTML = `<!doctype html>
 <head><meta charset="utf-8"><title>Weir admin: sign in</title><link rel="icon" href="data:,"><link rel="stylesheet" href="page.css"></head>
 <body>
 <h1>Weir admin</h1>
-<p>This page needs the operator's token (admin.token), or a connection from an address in admin.allow.</p>
-<form method="post" action="{{action}}">
+<p>This page needs the operator's token (admin.token).</p>
+{{warning}}<form method="post" action="{{action}}">
 <label>Token <input type="password" name="token" autocomplete="current-password" required></label>
 <button type="submit">sign in</button>
 </form>
 </body>
 </html>
+`
+
+// plainHTTPWarning is shown on the sign-in form when it was reached over plain HTTP from an
+// address that is not loopback: the token would cross the network readable.
+const plainHTTPWarning = `<p class="warning" role="alert"><strong>Warning:</strong> this page was reached over plain HTTP. The token you type, and the session cookie that follows, cross the network unencrypted: serve admin.path over HTTPS only.</p>
 `

@@ -96,6 +96,15 @@ const (
 	// fetch of the URL was under way), timed_out (not fetched within warm.timeout) (Int),
 	// took (Dur).
 	WarmDone = "warm_done"
+	// AdminAuthFailed: a client presented a wrong admin token (by the Authorization header
+	// or the sign-in form) or a session cookie Weir did not make, to the admin or with
+	// PURGE. One line per failure, which the brake bounds: an address is held back after
+	// admin.BrakeFailures of them in a minute, and what it sends meanwhile is not checked.
+	// Fields: client (Str, the connection's address; an IPv6 one as its /64), way (Str:
+	// "bearer", "cookie" or "form"), failures (Int, the address's failures in the brake's
+	// current minute, this one included), throttled (Bool, they reached the limit: the
+	// address's next attempts get 429 until the minute ends).
+	AdminAuthFailed = "admin_auth_failed"
 )
 
 // The levels of event lines (level=), by how much an operator should care: info for what
@@ -139,6 +148,8 @@ var levels = map[string]string{
 	WarmStarted: LevelInfo,
 	WarmFailed:  LevelWarn,
 	WarmDone:    LevelInfo,
+	// Someone is trying tokens, or an operator's script holds an old one.
+	AdminAuthFailed: LevelWarn,
 }
 
 // Level returns the level of the event name: LevelInfo for a name that is not one of this
