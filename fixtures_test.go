@@ -175,7 +175,8 @@ func fixtureMiddlewares(t *testing.T, pattern string) map[string]map[string]map[
 }
 
 // TestDynamicFixtures: each Weir middleware of testdata/dynamic decodes and New builds it;
-// every-setting.yml gives every key but store.url.
+// every-setting.yml gives every key but store.url and the files (store.urlFile,
+// admin.tokenFile), which stand for values it gives.
 func TestDynamicFixtures(t *testing.T) {
 	for file, mws := range fixtureMiddlewares(t, "dynamic/*.yml") {
 		for mw, section := range mws {
@@ -189,8 +190,9 @@ func TestDynamicFixtures(t *testing.T) {
 			}
 			for _, fields := range [][]labelField{labelFields, otherFields} {
 				for _, f := range fields {
-					// store.url dials a server; budgets.shared needs it.
-					if !given[f.name] && f.name != "store.url" && f.name != "budgets.shared" {
+					// store.url dials a server; budgets.shared needs it; a file stands for a
+					// value given here.
+					if !given[f.name] && f.name != "store.url" && f.name != "budgets.shared" && f.name != "store.urlFile" && f.name != "admin.tokenFile" {
 						t.Errorf("%s: %s is not given", file, f.name)
 					}
 				}

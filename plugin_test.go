@@ -88,6 +88,11 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"admin path without access", func(c *Config) { c.Admin.Path = "/_weir" }, "admin.path", "/_weir"},
 		{"log format", func(c *Config) { c.Log.Format = "xml" }, "log.format", "xml"},
 		{"purge without access", func(c *Config) { c.Cache.AllowPurge = "true" }, "cache.allowPurge", "true"},
+		{"a token file with the token", func(c *Config) {
+			c.Admin.Token = "a-token-of-at-least-24-chars"
+			c.Admin.TokenFile = "/run/secrets/weir_admin_token"
+		}, "admin.tokenFile", "/run/secrets/weir_admin_token"},
+		{"admin hosts with a port", func(c *Config) { c.Admin.Hosts = []string{"ops.example.com:8443"} }, "admin.hosts", "ops.example.com:8443"},
 		{"sentinel without a master", func(c *Config) { c.Store.URL = "redis-sentinel://a/" }, "store.url", "redis-sentinel://a/"},
 	}
 	for _, tt := range tests {

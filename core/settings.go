@@ -282,6 +282,9 @@ func (s Settings) fingerprint() string {
 // any process on an allowed host, shares it).
 func (s Settings) validateAdmin() error {
 	a := s.AdminAccess
+	if p := s.AdminPath; p != "" && (p[0] != '/' || strings.ContainsAny(p, "?#") || p == "/") {
+		return fmt.Errorf("%w: admin.path: %q must be a path below the root such as \"/_weir\"", ErrSettings, p)
+	}
 	if a.Token != "" {
 		if n := utf8.RuneCountInString(a.Token); n < admin.MinTokenLength {
 			if s.AdminTokenFile != "" {
@@ -293,13 +296,8 @@ func (s Settings) validateAdmin() error {
 	if len(a.Allow) > 0 && a.Token == "" {
 		return fmt.Errorf("%w: admin.allow: needs admin.token: the allow list narrows who may present the token, it no longer replaces it", ErrSettings)
 	}
-	if p := s.AdminPath; p != "" {
-		if p[0] != '/' || strings.ContainsAny(p, "?#") || p == "/" {
-			return fmt.Errorf("%w: admin.path: %q must be a path below the root such as \"/_weir\"", ErrSettings, p)
-		}
-		if !a.Configured() {
-			return fmt.Errorf("%w: admin.path: %q needs admin.token (or admin.tokenFile), or no one could use it", ErrSettings, p)
-		}
+	if p := s.AdminPath; p != "" && !a.Configured() {
+		return fmt.Errorf("%w: admin.path: %q needs admin.token (or admin.tokenFile), or no one could use it", ErrSettings, p)
 	}
 	if s.AllowPurge && !a.Configured() {
 		return fmt.Errorf("%w: cache.allowPurge: true needs admin.token (or admin.tokenFile), so that no anonymous client can empty the cache", ErrSettings)

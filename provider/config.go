@@ -7,6 +7,7 @@ import (
 
 	"github.com/traefik/genconf/dynamic"
 	"github.com/weirproxy/weir"
+	"github.com/weirproxy/weir/core/admin"
 )
 
 // DefaultMiddleware is the alias Weir's middleware plugin is declared under
@@ -40,9 +41,10 @@ type Config struct {
 // router of their own, so that they need no other router to live on.
 type AdminConfig struct {
 	// Preset names the preset whose admin the router serves; its admin section sets
-	// admin.path and who may use it (admin.token, admin.allow). Required.
+	// admin.path and who may use it (admin.token, admin.allow, admin.hosts). Required.
 	Preset string `json:"preset,omitempty"`
-	// Rule is the router's rule ("": PathPrefix of the preset's admin.path).
+	// Rule is the router's rule ("": PathPrefix of the preset's admin.path). With the
+	// preset's admin.hosts set, Host(...) of each is added to it.
 	Rule string `json:"rule,omitempty"`
 	// EntryPoint is the entry point the router listens on ("": every entry point).
 	EntryPoint string `json:"entryPoint,omitempty"`
@@ -96,11 +98,24 @@ func adminRouter(a *AdminConfig, presets map[string]*weir.Config) (*dynamic.Rout
 	}
 	path := strings.TrimSpace(preset.Admin.Path)
 	if path == "" {
-		return nil, fmt.Errorf("%w: admin.preset: %q sets no admin.path, so the admin router would serve nothing; set presets.%s.admin.path (and admin.token or admin.allow)", errConfig, a.Preset, name)
+		return nil, fmt.Errorf("%w: admin.preset: %q sets no admin.path, so the admin router would serve nothing; set presets.%s.admin.path (and admin.token)", errConfig, a.Preset, name)
 	}
 	rule := strings.TrimSpace(a.Rule)
 	if rule == "" {
 		rule = "PathPrefix(`" + path + "`)"
+	}
+	// The preset's admin answers only under admin.hosts: the router matches only them, so a
+	// request to another name goes where it would without the admin.
+	hosts, err := admin.ParseHosts(preset.Admin.Hosts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: presets.%s: %w", errConfig, name, err)
+	}
+	if len(hosts) > 0 {
+		match := make([]string, len(hosts))
+		for i, h := range hosts {
+			match[i] = "Host(`" + h + "`)"
+		}
+		rule = "(" + strings.Join(match, " || ") + ") && (" + rule + ")"
 	}
 	r := &dynamic.Router{Rule: rule, Service: AdminService, Middlewares: []string{name}}
 	if ep := strings.TrimSpace(a.EntryPoint); ep != "" {

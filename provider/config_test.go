@@ -12,10 +12,18 @@ import (
 	"github.com/weirproxy/weir"
 )
 
+// presetToken is a token as long as New requires.
+const presetToken = "provider-test-token-24-chars"
+
 // adminPreset is a preset whose admin is on: a path and who may use it, as Traefik hands
 // the static configuration over.
 func adminPreset() interface{} {
-	return map[string]interface{}{"admin": map[string]interface{}{"path": "/_weir", "allow": []interface{}{"127.0.0.1/32"}}}
+	return map[string]interface{}{"admin": map[string]interface{}{"path": "/_weir", "token": presetToken, "allow": []interface{}{"127.0.0.1/32"}}}
+}
+
+// hostsPreset is adminPreset with admin.hosts, as a label gives it (comma-separated).
+func hostsPreset() interface{} {
+	return map[string]interface{}{"admin": map[string]interface{}{"path": "/_weir", "token": presetToken, "hosts": "Ops.Example.com, ops.internal"}}
 }
 
 // apiPreset is a preset with eight origin slots.
@@ -108,6 +116,7 @@ func TestBuildAdminRouter(t *testing.T) {
 	tests := []struct {
 		desc  string
 		admin *AdminConfig
+		hosts bool
 		want  dynamicRouter
 	}{
 		{
@@ -120,10 +129,26 @@ func TestBuildAdminRouter(t *testing.T) {
 			admin: &AdminConfig{Preset: "weir-default"},
 			want:  dynamicRouter{rule: "PathPrefix(`/_weir`)"},
 		},
+		{
+			desc:  "admin.hosts narrows the rule from admin.path",
+			admin: &AdminConfig{Preset: "weir-default"},
+			hosts: true,
+			want:  dynamicRouter{rule: "(Host(`ops.example.com`) || Host(`ops.internal`)) && (PathPrefix(`/_weir`))"},
+		},
+		{
+			desc:  "admin.hosts narrows a rule given",
+			admin: &AdminConfig{Preset: "weir-default", Rule: "PathPrefix(`/_weir`) && ClientIP(`10.0.0.0/8`)"},
+			hosts: true,
+			want:  dynamicRouter{rule: "(Host(`ops.example.com`) || Host(`ops.internal`)) && (PathPrefix(`/_weir`) && ClientIP(`10.0.0.0/8`))"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			conf, err := Build(&Config{Presets: map[string]interface{}{"weir-default": adminPreset()}, Admin: tc.admin})
+			preset := adminPreset()
+			if tc.hosts {
+				preset = hostsPreset()
+			}
+			conf, err := Build(&Config{Presets: map[string]interface{}{"weir-default": preset}, Admin: tc.admin})
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
@@ -161,7 +186,10 @@ func TestBuildErrorNamesPresetAndField(t *testing.T) {
 		{desc: "bad count", c: &Config{Presets: map[string]interface{}{"weir-api": bad, "weir-default": nil}},
 			want: []string{"presets.weir-api:", "limiter.maxConcurrent", `"lots"`}},
 		{desc: "admin without access, as New refuses it", c: &Config{Presets: map[string]interface{}{"weir-default": noAccess}},
-			want: []string{"presets.weir-default:", "admin.path", "needs admin.token or admin.allow"}},
+			want: []string{"presets.weir-default:", "admin.path", "needs admin.token"}},
+		{desc: "admin.allow without a token", c: &Config{Presets: map[string]interface{}{"weir-default": map[string]interface{}{
+			"admin": map[string]interface{}{"path": "/_weir", "allow": "127.0.0.1"}}}},
+			want: []string{"presets.weir-default:", "admin.allow: needs admin.token"}},
 		{desc: "refused while New builds the engine", c: &Config{Presets: map[string]interface{}{"weir-api": map[string]interface{}{
 			"admission": map[string]interface{}{"kneeInFlight": "100", "lagLimit": "5ms"}}}},
 			want: []string{"presets.weir-api:", "admission.lagLimit", "5ms"}},

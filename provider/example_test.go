@@ -10,7 +10,7 @@ import (
 func ExampleBuild() {
 	conf, err := Build(&Config{
 		Presets: map[string]interface{}{
-			"weir-default": map[string]interface{}{"admin": map[string]interface{}{"path": "/_weir", "token": "s3cret"}},
+			"weir-default": map[string]interface{}{"admin": map[string]interface{}{"path": "/_weir", "token": "a-long-random-secret-token"}},
 			"weir-api":     map[string]interface{}{"limiter": map[string]interface{}{"maxConcurrent": "8"}},
 		},
 		Admin: &AdminConfig{Preset: "weir-default", EntryPoint: "web"},

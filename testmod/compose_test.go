@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -115,10 +116,18 @@ func TestComposeLabels(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
+	// The token file is in the volume Compose mounts in Traefik's container: New reads one of
+	// the test's in its place.
+	tokenFile := cfg.Admin.TokenFile
+	cfg.Admin.TokenFile = filepath.Join(t.TempDir(), "admin-token")
+	if err := os.WriteFile(cfg.Admin.TokenFile, []byte("a-generated-token-of-32-characters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	h, err := weir.New(context.Background(), http.NotFoundHandler(), cfg, "cache@docker")
 	if err != nil || h == nil {
 		t.Fatalf("New = %v, %v; want a handler", h, err)
 	}
+	cfg.Admin.TokenFile = tokenFile
 
 	want := weir.CreateConfig()
 	want.Key.QueryDrop = []string{"utm_source", "utm_medium", "utm_campaign"}
@@ -140,6 +149,7 @@ func TestComposeLabels(t *testing.T) {
 	want.Store.URL = "redis://redis:6379/0"
 	want.Store.KeyPrefix = "demo:"
 	want.Admin.Path = "/_weir"
+	want.Admin.TokenFile = "/run/secrets/weir/admin-token"
 	want.Admin.Allow = []string{"127.0.0.1", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("labels decode to\n%+v\nwant\n%+v", *cfg, *want)

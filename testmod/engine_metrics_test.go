@@ -26,7 +26,7 @@ func TestEngineExposition(t *testing.T) {
 		w.Header().Set("Cache-Control", "max-age=60")
 		w.Write([]byte("body"))
 	})
-	s := core.Settings{AdminPath: "/_weir", AdminAccess: admin.Access{Token: "t"}, Log: func(string) {}, Events: func(string) {}}
+	s := core.Settings{AdminPath: "/_weir", AdminAccess: admin.Access{Token: "engine-metrics-token-24ch"}, Log: func(string) {}, Events: func(string) {}}
 	s.Breaker.MinRequests = 2
 	h, err := core.New("exposition-test", s, origin)
 	if err != nil {

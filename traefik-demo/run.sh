@@ -10,6 +10,9 @@
 # Traefik is built from the Go module proxy the first time (a few minutes, then cached).
 # The work directory is $WEIR_DEMO_DIR (default /tmp/weir-demo): Traefik's log is
 # traefik.log there, and the tour reads Weir's events from it.
+# The admin's token is $WEIR_DEMO_TOKEN, or a random one made here (Weir wants at least 24
+# characters); run.sh prints it and keeps it in admin-token in the work directory, where the
+# tour reads it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -23,6 +26,12 @@ for arg in "$@"; do
   esac
 done
 redis_port=6399
+
+token=${WEIR_DEMO_TOKEN:-$(head -c 24 /dev/urandom | base64 | tr '+/' '-_')}
+if [ "${#token}" -lt 24 ] || ! [[ $token =~ ^[A-Za-z0-9._~-]+$ ]]; then
+  echo "WEIR_DEMO_TOKEN: ${#token} characters; at least 24 of A-Z a-z 0-9 . _ ~ -" >&2
+  exit 2
+fi
 
 traefik=$("$root/scripts/build-traefik.sh")
 work=${WEIR_DEMO_DIR:-/tmp/weir-demo}
@@ -38,6 +47,9 @@ if $redis; then
 else
   cp "$root/testdata/dynamic/demo.yml" "$work/dynamic.yml"
 fi
+# The configuration holds a stand-in for the token: the demo's own takes its place.
+sed -i "s/weir-demo-token-set-by-run-sh/$token/" "$work/dynamic.yml"
+(umask 077 && printf '%s\n' "$token" >"$work/admin-token")
 (cd "$root" && GOFLAGS=-mod=vendor go build -o "$work/origin" ./traefik-demo/origin &&
   GOFLAGS=-mod=vendor go build -o "$work/flood" ./traefik-demo/flood)
 
@@ -71,13 +83,14 @@ fi
 
 # Ready once Weir answers through Traefik (its admin path never reaches the origin).
 for _ in $(seq 300); do
-  if curl -fsS -o /dev/null http://127.0.0.1:8080/_weir/api/state 2>/dev/null; then break; fi
+  if curl -fsS -o /dev/null -H "Authorization: Bearer $token" http://127.0.0.1:8080/_weir/api/state 2>/dev/null; then break; fi
   if ! kill -0 "$traefik_pid" 2>/dev/null; then cat traefik.log >&2; exit 1; fi
   sleep 0.1
 done
 cat <<MSG
 Weir demo: Traefik on http://127.0.0.1:8080 (API on :8081), the origin on 127.0.0.1:9000$($redis && echo ", Redis on 127.0.0.1:$redis_port")$($second && echo ", a second Traefik on http://127.0.0.1:8090")
 Work directory: $work (traefik.log is Traefik's log, with Weir's events)
+Admin token: $token (also in $work/admin-token)
 Take the tour in another terminal:  traefik-demo/tour.sh
 Or try:
   curl -i http://127.0.0.1:8080/hot              # twice: fwd=uri-miss; stored, then hit
@@ -85,7 +98,8 @@ Or try:
   curl http://127.0.0.1:9000/stats               # what reached the origin: /slow once for the 50
   curl -i -H 'Accept-Language: fr' http://127.0.0.1:8080/hello
   curl -N http://127.0.0.1:8080/events           # server-sent events stream through
-  curl http://127.0.0.1:8080/_weir/metrics       # the metrics; the admin page is /_weir/ in a browser
+  curl -H "Authorization: Bearer \$(cat $work/admin-token)" http://127.0.0.1:8080/_weir/metrics
+                                                 # the metrics; the admin page is /_weir/ in a browser (sign in with the token)
 Ctrl-C stops the demo.
 
 MSG

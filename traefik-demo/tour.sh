@@ -9,6 +9,9 @@ origin=http://127.0.0.1:9000
 work=${WEIR_DEMO_DIR:-/tmp/weir-demo}
 flood="$work/flood"
 log="$work/traefik.log"
+# The admin's token, as run.sh made it.
+token=${WEIR_DEMO_TOKEN:-$(cat "$work/admin-token" 2>/dev/null || true)}
+auth="Authorization: Bearer $token"
 tour=$(date +%s)
 
 step() { printf '\n=== %s\n' "$*"; }
@@ -35,10 +38,10 @@ peak() { curl -fsS "$origin/stats?path=$1" | cut -d' ' -f2; }
 events() { grep -E "event=($1)" "$log" | tail -n "${2:-3}" | sed 's/^/    /' || echo "    (none)"; }
 
 for _ in $(seq 100); do
-  curl -fsS -o /dev/null "$web/_weir/api/state" 2>/dev/null && break
+  curl -fsS -o /dev/null -H "$auth" "$web/_weir/api/state" 2>/dev/null && break
   sleep 0.2
 done
-curl -fsS -o /dev/null "$web/_weir/api/state" || { echo "the demo is not running: start traefik-demo/run.sh first" >&2; exit 1; }
+curl -fsS -o /dev/null -H "$auth" "$web/_weir/api/state" || { echo "the demo is not running, or its admin token is not in $work/admin-token: start traefik-demo/run.sh first" >&2; exit 1; }
 [ -x "$flood" ] || { echo "$flood is missing: traefik-demo/run.sh builds it" >&2; exit 1; }
 
 echo "Weir tour. 'headers URL' is curl -sD- -o/dev/null URL, showing the status line and the"
@@ -129,7 +132,7 @@ echo "origin calls for /busy: $(( $(origin /busy) - before )) for 2 requests; th
 show headers "$web/item?tour=$tour&id=busy"
 events 'breaker_opened' 1
 
-if curl -fsS -o /dev/null "http://127.0.0.1:8090/_weir/api/state" 2>/dev/null; then
+if curl -fsS -o /dev/null -H "$auth" "http://127.0.0.1:8090/_weir/api/state" 2>/dev/null; then
   step "9. One cache for two Traefik instances (Redis)"
   echo "The cache key holds the host: both requests name the same one (Host: shop.localhost)."
   show headers -H 'Host: shop.localhost' "$web/hot?tour=$tour"
@@ -137,11 +140,11 @@ if curl -fsS -o /dev/null "http://127.0.0.1:8090/_weir/api/state" 2>/dev/null; t
 fi
 
 step "Metrics (admin.path + /metrics)"
-show curl -fsS "$web/_weir/metrics" | grep -E '^weir_(requests_total|coalesced_total|shed_total|breaker_trips_total|missrate_anomalies_total)' || true
+show curl -fsS -H "$auth" "$web/_weir/metrics" | grep -E '^weir_(requests_total|coalesced_total|shed_total|breaker_trips_total|missrate_anomalies_total)' || true
 
-step "The admin page and its API (admin.path: /_weir, open from 127.0.0.1)"
-echo "open $web/_weir/ in a browser; its API:"
-show curl -fsS "$web/_weir/api/state" | head -c 600
+step "The admin page and its API (admin.path: /_weir, the token from 127.0.0.1 only)"
+echo "open $web/_weir/ in a browser and sign in with the token run.sh printed; its API:"
+show curl -fsS -H "$auth" "$web/_weir/api/state" | head -c 600
 echo
 echo
 echo "Everything that reached the origin:"

@@ -30,7 +30,7 @@ const (
 	// adminPath is where the middleware serves its admin, below the router's prefix.
 	adminPath = "/x/_weir"
 	// token is the operator's token (admin.token).
-	token = "page-operator-token"
+	token = "page-operator-token-24-chars"
 	// tag is the surrogate key of the cacheable page that the operator purges.
 	tag = "product-42"
 	// declaredKey is the scope key the operator adds by hand and opens.

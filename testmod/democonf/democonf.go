@@ -40,6 +40,8 @@ func Weir(o Options) *weir.Config {
 	c.Stale.IfError = "1h"
 	c.MissRate.MinMisses = "200"
 	c.Admin.Path = "/_weir"
+	// traefik-demo/run.sh puts the demo's own token in place of this one.
+	c.Admin.Token = "weir-demo-token-set-by-run-sh"
 	c.Admin.Allow = []string{"127.0.0.1"}
 	c.Store.URL = o.StoreURL
 	return c
