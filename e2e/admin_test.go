@@ -12,10 +12,10 @@ import (
 	"github.com/weirproxy/weir/internal/await"
 )
 
-const adminTestToken = "e2e-operator-token"
+const adminTestToken = "e2e-operator-token-of-24-chars"
 
 // adminRoutes: /adm through a middleware whose admin takes the token, /adn through one
-// whose admin allows only 10.0.0.0/8, which the test's loopback connection is not in.
+// whose admin takes it from 10.0.0.0/8 only, which the test's loopback connection is not in.
 func adminRoutes() Dynamic {
 	return Dynamic{
 		Routes: []Route{
@@ -29,7 +29,7 @@ func adminRoutes() Dynamic {
 				"breaker": map[string]interface{}{"minRequests": "3"},
 			},
 			"weir-adn": {
-				"admin": map[string]interface{}{"path": "/adn/_weir", "allow": []string{"10.0.0.0/8"}},
+				"admin": map[string]interface{}{"path": "/adn/_weir", "token": adminTestToken, "allow": []string{"10.0.0.0/8"}},
 			},
 		},
 	}
@@ -56,6 +56,7 @@ func TestAdminAccess(t *testing.T) {
 		{desc: "metrics with the token", method: "GET", path: "/adm/_weir/metrics", header: bearer, want: 200},
 		{desc: "the page with the token", method: "GET", path: "/adm/_weir/", header: bearer, want: 200},
 		{desc: "an address outside admin.allow", method: "GET", path: "/adn/_weir/api/state", want: 403},
+		{desc: "an address outside admin.allow, with the token", method: "GET", path: "/adn/_weir/api/state", header: bearer, want: 403},
 		{desc: "a forwarded address inside admin.allow", method: "GET", path: "/adn/_weir/api/state",
 			header: map[string]string{"X-Forwarded-For": "10.1.2.3", "X-Real-Ip": "10.1.2.3"}, want: 403},
 		{desc: "an action without the token", method: "POST", path: "/adm/_weir/api/breakers/close", want: 403},

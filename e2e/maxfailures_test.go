@@ -17,7 +17,7 @@ import (
 // for one through breaker.overrides, and the admin's state shows the parameter and the reason.
 
 // mfToken is the admin's token in these tests.
-const mfToken = "e2e-max-failures-token"
+const mfToken = "e2e-max-failures-token-24ch"
 
 // mfOrigin answers prefix+"/ok" with a cacheable 200 and prefix+"/fail" with a 503 without
 // Retry-After (a failure the breaker counts, not one that opens it at once), for hosts each

@@ -16,12 +16,12 @@ import (
 )
 
 // providerBlock is the provider plugin's block of these tests: weir-default with its admin
-// open to 127.0.0.1 and the extra fields given, weir-api with four origin slots (and its
+// open to the token from 127.0.0.1 and the extra fields given, weir-api with four origin slots (and its
 // admin, on the routers it serves), weir-static empty, and the admin router on the web
 // entry point.
 func providerBlock(defaultExtra map[string]interface{}) map[string]interface{} {
 	def := map[string]interface{}{
-		"admin": map[string]interface{}{"path": "/_weir", "allow": []string{"127.0.0.1/32"}},
+		"admin": map[string]interface{}{"path": "/_weir", "token": adminTestToken, "allow": []string{"127.0.0.1/32"}},
 	}
 	for k, v := range defaultExtra {
 		def[k] = v
@@ -31,7 +31,7 @@ func providerBlock(defaultExtra map[string]interface{}) map[string]interface{} {
 			"weir-default": def,
 			"weir-api": map[string]interface{}{
 				"limiter": map[string]interface{}{"maxConcurrent": "4", "maxQueueWait": "20s"},
-				"admin":   map[string]interface{}{"path": "/api/_weir", "allow": []string{"127.0.0.1/32"}},
+				"admin":   map[string]interface{}{"path": "/api/_weir", "token": adminTestToken, "allow": []string{"127.0.0.1/32"}},
 			},
 			"weir-static": map[string]interface{}{},
 		},
@@ -62,7 +62,7 @@ func adminState(t *testing.T, tr *Traefik) string {
 // stateAt reads the admin API's state at path.
 func stateAt(t *testing.T, tr *Traefik, path string) string {
 	t.Helper()
-	r := get(t, tr, path)
+	r := send(t, tr, http.MethodGet, path, map[string]string{"Authorization": "Bearer " + adminTestToken})
 	if r.status != http.StatusOK {
 		t.Fatalf("GET %s: status %d, body %q", path, r.status, short(r.body))
 	}
@@ -164,7 +164,7 @@ func TestProviderPresets(t *testing.T) {
 		if !strings.Contains(state, `"maxConcurrent":64`) {
 			t.Errorf("admin state = %s, want weir-default's limiter at the default 64 slots", short(state))
 		}
-		if r := get(t, tr, "/_weir/"); r.status != http.StatusOK || !strings.Contains(r.body, "<html") {
+		if r := send(t, tr, http.MethodGet, "/_weir/", map[string]string{"Authorization": "Bearer " + adminTestToken}); r.status != http.StatusOK || !strings.Contains(r.body, "<html") {
 			t.Errorf("GET /_weir/: status %d, body %q; want the admin page", r.status, short(r.body))
 		}
 		// The router's service answers whatever the admin middleware lets through: Traefik's

@@ -94,8 +94,9 @@ func redisConfig(url string) map[string]interface{} {
 		"store":    map[string]interface{}{"url": url, "keyPrefix": redisKeyPrefix},
 		"timeouts": map[string]interface{}{"store": "50ms"},
 		"cache":    map[string]interface{}{"allowPurge": "true"},
-		// PURGE needs the operator's credentials: the tests call Traefik from loopback.
-		"admin": map[string]interface{}{"allow": []string{"127.0.0.0/8", "::1"}},
+		// PURGE needs the operator's token (callT sends it), from loopback, where the tests
+		// call Traefik from.
+		"admin": map[string]interface{}{"token": adminTestToken, "allow": []string{"127.0.0.0/8", "::1"}},
 	}
 }
 
@@ -155,7 +156,13 @@ func call(tr *Traefik, method, path string) (reply, error) {
 // callT is call for the test's goroutine, failing the test on a transport error.
 func callT(t *testing.T, tr *Traefik, method, path string) reply {
 	t.Helper()
-	return send(t, tr, method, path, map[string]string{"Host": sharedHost})
+	header := map[string]string{"Host": sharedHost}
+	if method == "PURGE" {
+		// The operator's token, for PURGE alone: a request with Authorization is cached
+		// otherwise (caching.md).
+		header["Authorization"] = "Bearer " + adminTestToken
+	}
+	return send(t, tr, method, path, header)
 }
 
 // TestRedisSharedStore: two Traefik processes share one Redis. An answer stored through A

@@ -51,6 +51,7 @@ providers:
         weir-default:
           admin:
             path: /_weir
+            token: "change-me-openssl-rand-hex-24"
             allow: ["127.0.0.1/32"]
         weir-api:
           limiter: {maxConcurrent: "8"}
