@@ -36,7 +36,7 @@ func TestEngineExposition(t *testing.T) {
 		r := httptest.NewRequest(method, url, nil)
 		r.RequestURI = r.URL.RequestURI()
 		if strings.Contains(url, "/_weir/") {
-			r.Header.Set("Authorization", "Bearer t")
+			r.Header.Set("Authorization", "Bearer engine-metrics-token-24ch")
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
