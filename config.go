@@ -73,6 +73,7 @@ func (c *Config) settings() (core.Settings, error) {
 	var s core.Settings
 	var err error
 	s.QueryDrop = splitList(c.Key.QueryDrop)
+	s.KeyScheme = c.Key.Scheme
 	s.RefusalBody = c.Refusal.Body
 	if s.MaxSize, err = parseSize("cache.maxSize", c.Cache.MaxSize); err != nil {
 		return s, err

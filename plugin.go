@@ -126,6 +126,11 @@ type BudgetsConfig struct {
 type KeyConfig struct {
 	// QueryDrop lists query parameters left out of the key (tracking parameters).
 	QueryDrop []string `json:"queryDrop,omitempty"`
+	// Scheme is where the key's scheme comes from: "tls" (the connection to Traefik, the
+	// default) or "forwarded" (X-Forwarded-Proto, as Traefik's entry point passes it on:
+	// from peers in its forwardedHeaders.trustedIPs, else set from the connection). Behind
+	// a proxy that terminates TLS, "tls" keys https and http requests alike.
+	Scheme string `json:"scheme,omitempty"`
 }
 
 // CacheConfig bounds what is stored.
