@@ -72,6 +72,9 @@ func configError(err error) error {
 func (c *Config) settings() (core.Settings, error) {
 	var s core.Settings
 	var err error
+	if err = c.unknownOptions(); err != nil {
+		return s, err
+	}
 	s.QueryDrop = splitList(c.Key.QueryDrop)
 	s.KeyScheme = c.Key.Scheme
 	s.RefusalBody = c.Refusal.Body
