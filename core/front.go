@@ -14,7 +14,7 @@ func (h *Handler) Front() http.Handler {
 		f = &front{h: h}
 	}
 	if h.s.KeyScheme == KeySchemeForwarded {
-		f = &forwardedScheme{next: f}
+		f = &forwardedScheme{front: f}
 	}
 	return f
 }

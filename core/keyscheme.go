@@ -40,17 +40,18 @@ func validateKeyScheme(v string) error {
 // what follows Weir (later middlewares, the service) sees the copy: for https, a TLS state
 // with nothing in it (no version, no peer certificates); for http, none.
 type forwardedScheme struct {
-	next http.Handler
+	// front is Weir's own handler (Front without this), never the origin.
+	front http.Handler
 }
 
-// ServeHTTP serves r, or its copy with the forwarded scheme, through next.
+// ServeHTTP serves r, or its copy with the forwarded scheme, through front.
 func (f *forwardedScheme) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	https := false
 	if v := r.Header["X-Forwarded-Proto"]; len(v) > 0 && v[0] == "https" {
 		https = true
 	}
 	if https == (r.TLS != nil) {
-		f.next.ServeHTTP(w, r)
+		f.front.ServeHTTP(w, r)
 		return
 	}
 	c := new(http.Request)
@@ -59,5 +60,5 @@ func (f *forwardedScheme) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if https {
 		c.TLS = tlsSeen
 	}
-	f.next.ServeHTTP(w, c)
+	f.front.ServeHTTP(w, c)
 }
