@@ -72,7 +72,11 @@ func configError(err error) error {
 func (c *Config) settings() (core.Settings, error) {
 	var s core.Settings
 	var err error
+	if err = c.unknownOptions(); err != nil {
+		return s, err
+	}
 	s.QueryDrop = splitList(c.Key.QueryDrop)
+	s.KeyScheme = c.Key.Scheme
 	s.RefusalBody = c.Refusal.Body
 	if s.MaxSize, err = parseSize("cache.maxSize", c.Cache.MaxSize); err != nil {
 		return s, err

@@ -40,13 +40,19 @@ func configFields() []string {
 	for i := 0; i < ct.NumField(); i++ {
 		sec := ct.Field(i)
 		secName := jsonName(sec)
+		if secName == "-" {
+			// Unknown: the options Weir does not know, which no row documents.
+			continue
+		}
 		if sec.Type.Kind() != reflect.Struct {
 			// A top-level option of its own, such as pacing.
 			names = append(names, secName)
 			continue
 		}
 		for j := 0; j < sec.Type.NumField(); j++ {
-			names = append(names, secName+"."+jsonName(sec.Type.Field(j)))
+			if name := jsonName(sec.Type.Field(j)); name != "-" {
+				names = append(names, secName+"."+name)
+			}
 		}
 	}
 	return names

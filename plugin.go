@@ -36,6 +36,11 @@ type Config struct {
 	// string each, "feeds.example.com=3/10s" (rates N/10s, N/1s or N/1m). A list, not a map:
 	// hosts hold dots, which labels would split into nested keys.
 	Pacing []string `json:"pacing,omitempty"`
+	// Unknown holds the sections and options Weir does not know, which New refuses, naming
+	// the closest it knows: Traefik's decoder (mapstructure) drops a key that matches no
+	// field unless a field takes the remainder (",remain"), so a misspelt option would
+	// otherwise leave its default in place unseen. Each section has one of its own.
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // RefusalConfig is how Weir's refusals (503 and 429 with Retry-After) read to browsers.
@@ -45,6 +50,9 @@ type RefusalConfig struct {
 	// status ("": the line of text). Clients that prefer JSON get {"error": ...,
 	// "retryAfter": ...} either way.
 	Body string `json:"body,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // StaleConfig is the operator's stale policy: how long a stored answer whose origin sent no
@@ -58,6 +66,9 @@ type StaleConfig struct {
 	// WhileRevalidate is the stale-while-revalidate window given to answers without one
 	// ("30s"; "0s": off).
 	WhileRevalidate string `json:"whileRevalidate,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // ClientsConfig is the slow clients' limits: a client that pauses its request body longer
@@ -65,6 +76,9 @@ type StaleConfig struct {
 type ClientsConfig struct {
 	// BodyIdle is the longest pause in a request body ("60s").
 	BodyIdle string `json:"bodyIdle,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // WarmConfig is warming: paths fetched into the cache on every host listed when the engine
@@ -78,6 +92,9 @@ type WarmConfig struct {
 	Hosts []string `json:"hosts,omitempty"`
 	// Timeout bounds a warming run ("30s").
 	Timeout string `json:"timeout,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // AdmissionConfig is admission control: past a knee of requests in flight through the
@@ -96,6 +113,9 @@ type AdmissionConfig struct {
 	// Protect lists path prefixes taken even past the limit, such as the health check;
 	// admin.path always is.
 	Protect []string `json:"protect,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // BudgetsConfig is the request budgets: token buckets per client and per Host, spent before
@@ -120,12 +140,23 @@ type BudgetsConfig struct {
 	// on the store's clock ("false": each instance counts alone). A store that fails leaves
 	// each instance counting alone, never refusing for it.
 	Shared string `json:"shared,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // KeyConfig says how requests map to cache keys.
 type KeyConfig struct {
 	// QueryDrop lists query parameters left out of the key (tracking parameters).
 	QueryDrop []string `json:"queryDrop,omitempty"`
+	// Scheme is where the key's scheme comes from: "tls" (the connection to Traefik, the
+	// default) or "forwarded" (X-Forwarded-Proto, as Traefik's entry point passes it on:
+	// from peers in its forwardedHeaders.trustedIPs, else set from the connection). Behind
+	// a proxy that terminates TLS, "tls" keys https and http requests alike.
+	Scheme string `json:"scheme,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // CacheConfig bounds what is stored.
@@ -142,6 +173,9 @@ type CacheConfig struct {
 	// ("false": PURGE passes to the origin like any other method). Restrict who can send
 	// PURGE (an IP allow list middleware on a dedicated router) before turning it on.
 	AllowPurge string `json:"allowPurge,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // CoalesceConfig tunes request coalescing.
@@ -152,6 +186,9 @@ type CoalesceConfig struct {
 	FollowerMaxWait string `json:"followerMaxWait,omitempty"`
 	// HitForMissTTL: a key whose answer could not be shared skips coalescing this long ("30s").
 	HitForMissTTL string `json:"hitForMissTTL,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // TimeoutsConfig bounds waits.
@@ -160,6 +197,9 @@ type TimeoutsConfig struct {
 	Origin string `json:"origin,omitempty"`
 	// Store bounds every call to a remote store ("50ms").
 	Store string `json:"store,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // LimiterConfig is the origin concurrency budget. Every origin fetch holds a slot: misses,
@@ -181,6 +221,9 @@ type LimiterConfig struct {
 	MaxPerHost string `json:"maxPerHost,omitempty"`
 	// MaxUpload origin fetches with a request body, in a pool of their own ("16").
 	MaxUpload string `json:"maxUpload,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // BreakerConfig is the circuit breaker that stops all origin traffic while the origin fails.
@@ -220,6 +263,9 @@ type BreakerConfig struct {
 	// probeInterval). A list, not a map: hosts hold dots, which labels would split into
 	// nested keys.
 	Overrides []string `json:"overrides,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // NegativeConfig is the negative cache: a key whose fetch failed on origin health with
@@ -229,6 +275,9 @@ type NegativeConfig struct {
 	TTL string `json:"ttl,omitempty"`
 	// MaxEntries remembered at once ("10000").
 	MaxEntries string `json:"maxEntries,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // MissRateConfig is the miss-rate detector, which sees a flood of distinct keys on one path
@@ -242,6 +291,9 @@ type MissRateConfig struct {
 	Ratio string `json:"ratio,omitempty"`
 	// Throttle gives an anomalous path one origin fetch per window ("false": report only).
 	Throttle string `json:"throttle,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // StoreConfig names a store shared by every Traefik instance, instead of process memory.
@@ -256,6 +308,9 @@ type StoreConfig struct {
 	// NearCache keeps copies of entries read from the store in this Traefik, within
 	// cache.maxSize, while the server pushes their invalidations ("true").
 	NearCache string `json:"nearCache,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // AdminConfig is the operator's API, page and metrics, and who may use them.
@@ -278,6 +333,9 @@ type AdminConfig struct {
 	// Hosts are the Host names the admin answers for; a request to any other gets 404, as
 	// if no admin were there (none by default: every host).
 	Hosts []string `json:"hosts,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // LogConfig shapes Weir's event lines: a breaker opening or closing, the store breaker, the
@@ -286,6 +344,9 @@ type AdminConfig struct {
 type LogConfig struct {
 	// Format is "logfmt" (the default) or "json".
 	Format string `json:"format,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
 }
 
 // CreateConfig returns the configuration Traefik decodes the operator's values onto.

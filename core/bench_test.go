@@ -89,6 +89,13 @@ func BenchmarkHitAdmission(b *testing.B) {
 		Lag: func() time.Duration { return 0 }}})
 }
 
+// BenchmarkHitAdmissionProtect is BenchmarkHitAdmission with two admission.protect prefixes
+// the request is not under: what checking them costs every request (setting.UnderPrefix).
+func BenchmarkHitAdmissionProtect(b *testing.B) {
+	benchFrontHit(b, "bench-hit-admission-protect", Settings{Admission: AdmissionSettings{KneeInFlight: 1000,
+		Protect: []string{"/health", "/ready/"}, Lag: func() time.Duration { return 0 }}})
+}
+
 // benchFrontHit measures a fresh hit through h.Front() of a handler with settings s.
 func benchFrontHit(b *testing.B, name string, s Settings) {
 	body := strings.Repeat("x", 1024)

@@ -6,11 +6,17 @@ import "net/http"
 // behind them. They decide in front of h.ServeHTTP, before any lookup, so that with both
 // off the hit path pays nothing for them, not even a check (docs/yaegi.md: every value of a
 // function's body costs each call a frame slot).
+//
+// With key.scheme: forwarded, forwardedScheme comes first (core/keyscheme.go).
 func (h *Handler) Front() http.Handler {
-	if h.budgets == nil && h.admission == nil {
-		return h
+	var f http.Handler = h
+	if h.budgets != nil || h.admission != nil {
+		f = &front{h: h}
 	}
-	return &front{h: h}
+	if h.s.KeyScheme == KeySchemeForwarded {
+		f = &forwardedScheme{front: f}
+	}
+	return f
 }
 
 // front is a Handler behind admission and its budgets.

@@ -61,6 +61,8 @@ func TestAdmission(t *testing.T) {
 	atomic.StoreInt64(&lag, int64(60*time.Millisecond))
 	wantCode(t, "another host past the lag limit", awaitAnswer(t, serve("http://calm.test/y")), 503)
 	wantCode(t, "a protected path past the lag limit", awaitAnswer(t, serve("http://flood.test/health")), 200)
+	wantCode(t, "a path under a protected prefix past the lag limit", awaitAnswer(t, serve("http://flood.test/health/live")), 200)
+	wantCode(t, "a longer name than a protected prefix past the lag limit", awaitAnswer(t, serve("http://flood.test/healthz")), 503)
 	atomic.StoreInt64(&lag, 0)
 
 	o.release(3)

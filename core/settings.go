@@ -37,6 +37,9 @@ var ErrSettings = errors.New("invalid setting")
 type Settings struct {
 	// QueryDrop lists query parameters left out of cache keys. Empty: none.
 	QueryDrop []string
+	// KeyScheme is key.scheme, where a key's scheme comes from: KeySchemeTLS (the
+	// connection) or KeySchemeForwarded (X-Forwarded-Proto). Empty: KeySchemeTLS.
+	KeyScheme string
 	// MaxSize is the memory store's byte budget. Zero: store.DefaultMaxSize.
 	MaxSize int64
 	// MaxEntrySize is the largest answer held and stored; larger ones stream through.
@@ -192,6 +195,9 @@ func (s Settings) withDefaults() Settings {
 	if scope, err := breaker.ParseScope(s.Breaker.Scope); err == nil {
 		s.Breaker.Scope = scope
 	}
+	if s.KeyScheme == "" {
+		s.KeyScheme = KeySchemeTLS
+	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -255,6 +261,9 @@ func (s Settings) validate() error {
 	if err := s.Warm.validate(); err != nil {
 		return err
 	}
+	if err := validateKeyScheme(s.KeyScheme); err != nil {
+		return err
+	}
 	if s.Budgets.Shared && s.StoreURL == "" && s.Store == nil {
 		return fmt.Errorf("%w: budgets.shared: true needs store.url, a store to share the budgets through", ErrSettings)
 	}
@@ -272,8 +281,8 @@ func (s Settings) validate() error {
 func (s Settings) fingerprint() string {
 	drop := append([]string(nil), s.QueryDrop...)
 	sort.Strings(drop)
-	return fmt.Sprintf("drop=%s size=%d entry=%d ttl=%s store=%s url=%s prefix=%s near=%t storeTimeout=%s",
-		strings.Join(drop, ","), s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.StoreID, s.StoreURL, s.StoreKeyPrefix, !s.StoreNoNearCache, s.StoreTimeout)
+	return fmt.Sprintf("drop=%s scheme=%s size=%d entry=%d ttl=%s store=%s url=%s prefix=%s near=%t storeTimeout=%s",
+		strings.Join(drop, ","), s.KeyScheme, s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.StoreID, s.StoreURL, s.StoreKeyPrefix, !s.StoreNoNearCache, s.StoreTimeout)
 }
 
 // validateAdmin checks admin.path and admin.token, and that whatever empties or reveals the

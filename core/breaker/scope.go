@@ -5,6 +5,8 @@ import (
 	"net"
 	"sort"
 	"strings"
+
+	"github.com/weirproxy/weir/core/setting"
 )
 
 // secondLevels are second-level labels under which, beneath a two-letter country code,
@@ -158,7 +160,7 @@ func ParsePaths(list []string) ([]string, error) {
 			return nil, fmt.Errorf("breaker.paths[%d]: %q must be a path prefix such as /search: %w", i, p, ErrInvalidSetting)
 		}
 		for j, q := range list[:i] {
-			if q == p {
+			if strings.TrimSuffix(q, "/") == strings.TrimSuffix(p, "/") {
 				return nil, fmt.Errorf("breaker.paths[%d]: %q is breaker.paths[%d] again: %w", i, p, j, ErrInvalidSetting)
 			}
 		}
@@ -171,13 +173,11 @@ func ParsePaths(list []string) ([]string, error) {
 // PathKey returns the key of the breaker for a request to path whose scope key is key: key
 // with the longest of prefixes (as ParsePaths returns them) that path falls under appended,
 // "api.example.com/search", or key itself when it falls under none. A path falls under a
-// prefix it equals, or that it continues with "/" (a prefix ending in "/" with anything):
-// "/search" holds "/search" and "/search/x", not "/searchlight".
+// prefix segment by segment (setting.UnderPrefix): "/search" holds "/search" and
+// "/search/x", not "/searchlight"; "/search/" holds the same.
 func PathKey(key string, prefixes []string, path string) string {
-	for _, p := range prefixes {
-		if strings.HasPrefix(path, p) && (len(path) == len(p) || p[len(p)-1] == '/' || path[len(p)] == '/') {
-			return key + p
-		}
+	if i := setting.UnderPrefix(path, prefixes); i >= 0 {
+		return key + prefixes[i]
 	}
 	return key
 }

@@ -96,6 +96,7 @@ func TestParsePaths(t *testing.T) {
 		{desc: "root", list: []string{"/x", "/"}, want: `breaker.paths[1]: "/"`, err: true},
 		{desc: "query", list: []string{"/x?y"}, want: `breaker.paths[0]: "/x?y"`, err: true},
 		{desc: "twice", list: []string{"/x", "/y", "/x"}, want: `breaker.paths[2]: "/x" is breaker.paths[0] again`, err: true},
+		{desc: "twice, once with a trailing slash", list: []string{"/x", "/x/"}, want: `breaker.paths[1]: "/x/" is breaker.paths[0] again`, err: true},
 		{desc: "too many", list: make([]string, MaxPaths+1), want: "breaker.paths: 65 prefixes", err: true},
 	}
 	for _, tc := range tests {
@@ -127,6 +128,8 @@ func TestPathKey(t *testing.T) {
 		{desc: "the longest", key: "a.com", path: "/search/deep/x", want: "a.com/search/deep"},
 		{desc: "a longer name", key: "a.com", path: "/searchlight", want: "a.com"},
 		{desc: "a prefix ending in a slash", key: "a.com", path: "/static/x.css", want: "a.com/static/"},
+		{desc: "a prefix ending in a slash, its bare path", key: "a.com", path: "/static", want: "a.com/static/"},
+		{desc: "a prefix ending in a slash, a longer name", key: "a.com", path: "/statics", want: "a.com"},
 		{desc: "none", key: "a.com", path: "/", want: "a.com"},
 		{desc: "scope engine", key: "", path: "/checkout/pay", want: "/checkout"},
 	}

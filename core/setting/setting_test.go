@@ -2,6 +2,8 @@ package setting
 
 import (
 	"math"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,4 +50,83 @@ func TestIsRatio(t *testing.T) {
 			t.Errorf("IsRatio(%v) = %v, want %v", tc.r, got, tc.want)
 		}
 	}
+}
+
+func TestUnderPrefix(t *testing.T) {
+	tests := []struct {
+		desc         string
+		path, prefix string
+		want         bool
+	}{
+		{desc: "the prefix itself", path: "/health", prefix: "/health", want: true},
+		{desc: "a path below it", path: "/health/live", prefix: "/health", want: true},
+		{desc: "its directory", path: "/health/", prefix: "/health", want: true},
+		{desc: "a longer segment", path: "/healthz", prefix: "/health", want: false},
+		{desc: "a shorter path", path: "/heal", prefix: "/health", want: false},
+		{desc: "another path", path: "/api", prefix: "/health", want: false},
+		{desc: "trailing slash: the bare path", path: "/api", prefix: "/api/", want: true},
+		{desc: "trailing slash: its directory", path: "/api/", prefix: "/api/", want: true},
+		{desc: "trailing slash: a path below", path: "/api/v1/users", prefix: "/api/", want: true},
+		{desc: "trailing slash: a longer segment", path: "/apis", prefix: "/api/", want: false},
+		{desc: "a deeper prefix", path: "/api/v1/users", prefix: "/api/v1", want: true},
+		{desc: "a deeper prefix, a longer segment", path: "/api/v10", prefix: "/api/v1", want: false},
+		{desc: "the root holds every path", path: "/anything", prefix: "/", want: true},
+		{desc: "the root holds itself", path: "/", prefix: "/", want: true},
+		{desc: "case counts", path: "/Health", prefix: "/health", want: false},
+		{desc: "an empty path", path: "", prefix: "/health", want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := UnderPrefix(tc.path, []string{tc.prefix}) == 0; got != tc.want {
+				t.Errorf("UnderPrefix(%q, %q) = %v, want %v", tc.path, tc.prefix, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestUnderPrefixFirst(t *testing.T) {
+	prefixes := []string{"/search/deep", "/checkout", "/search", "/"}
+	tests := []struct {
+		desc, path string
+		want       int
+	}{
+		{desc: "the first that holds it", path: "/search/deep/x", want: 0},
+		{desc: "a later one", path: "/search/x", want: 2},
+		{desc: "the root last", path: "/other", want: 3},
+	}
+	for _, tc := range tests {
+		if got := UnderPrefix(tc.path, prefixes); got != tc.want {
+			t.Errorf("%s: UnderPrefix(%q, %q) = %d, want %d", tc.desc, tc.path, prefixes, got, tc.want)
+		}
+	}
+	if got := UnderPrefix("/x", nil); got != -1 {
+		t.Errorf("UnderPrefix(%q, nil) = %d, want -1", "/x", got)
+	}
+	if got := UnderPrefix("/x", []string{"/y", "/z/"}); got != -1 {
+		t.Errorf("UnderPrefix(%q, [/y /z/]) = %d, want -1", "/x", got)
+	}
+}
+
+func TestUnderPrefixAllocatesNothing(t *testing.T) {
+	if interpreted() {
+		t.Skip("allocation counts measure the interpreter under Yaegi")
+	}
+	prefixes := []string{"/health", "/api/"}
+	if n := testing.AllocsPerRun(100, func() { UnderPrefix("/api/v1/users", prefixes) }); n != 0 {
+		t.Errorf("UnderPrefix allocates %v times a call, want 0", n)
+	}
+}
+
+func BenchmarkUnderPrefix(b *testing.B) {
+	prefixes := []string{"/health", "/ready/"}
+	for i := 0; i < b.N; i++ {
+		UnderPrefix("/api/v1/users", prefixes)
+	}
+}
+
+// interpreted reports whether the test runs under Yaegi: there runtime.Caller sees the
+// interpreter's own frames rather than this file.
+func interpreted() bool {
+	_, file, _, ok := runtime.Caller(0)
+	return !ok || !strings.HasSuffix(file, "setting_test.go")
 }
