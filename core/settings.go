@@ -59,7 +59,8 @@ type Settings struct {
 	// passing them to the origin. Off by default: anyone who reaches the router could purge.
 	AllowPurge bool
 
-	// AdminPath is where the admin API, page and metrics answer ("/_weir"). Empty: no admin.
+	// AdminPath is where the admin API, page and metrics answer ("/_weir"; "/_weir/" is the
+	// same path, its trailing slash trimmed). Empty: no admin.
 	AdminPath string
 	// AdminAccess says who may use the admin, and send PURGE. Its zero value lets no one in:
 	// AdminPath and AllowPurge both need a token or an allowed network.
@@ -140,6 +141,8 @@ type Settings struct {
 }
 
 func (s Settings) withDefaults() Settings {
+	// "/_weir/" is "/_weir": the bare path is the admin's as well (admin.Under).
+	s.AdminPath = strings.TrimRight(s.AdminPath, "/")
 	if s.MaxSize <= 0 {
 		s.MaxSize = store.DefaultMaxSize
 	}
@@ -266,7 +269,7 @@ func (s Settings) fingerprint() string {
 // operator's credentials to check.
 func (s Settings) validateAdmin() error {
 	if p := s.AdminPath; p != "" {
-		if p[0] != '/' || strings.ContainsAny(p, "?#") || p == "/" {
+		if p[0] != '/' || strings.ContainsAny(p, "?#") || strings.Trim(p, "/") == "" {
 			return fmt.Errorf("%w: admin.path: %q must be a path below the root such as \"/_weir\"", ErrSettings, p)
 		}
 		if !s.AdminAccess.Configured() {
