@@ -31,9 +31,21 @@ func writeRecord(t *testing.T, st store.Store, key string, now time.Time, body [
 	}
 }
 
-func mustJSON(t *testing.T, v interface{}) []byte {
+// controlJSON and countsJSON are the records as JSON. Typed, not one function of an
+// interface{}: under Yaegi v0.16.1, json.Marshal of an interpreted struct passed on as an
+// interface{} argument wrote "{}".
+func controlJSON(t *testing.T, rec *fleetRecord) []byte {
 	t.Helper()
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func countsJSON(t *testing.T, rec *fleetCountsRecord) []byte {
+	t.Helper()
+	b, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +63,7 @@ func TestFleetControlHostile(t *testing.T) {
 
 	shared := store.NewMemory(store.MemorySettings{})
 	f, g := newTestFleet(t, clock, breaker.Settings{}, nil, shared)
-	writeRecord(t, shared, f.key, now, mustJSON(t, fleetRecord{Seq: 1, Overrides: map[string]string{},
+	writeRecord(t, shared, f.key, now, controlJSON(t, &fleetRecord{Seq: 1, Overrides: map[string]string{},
 		Actions: []fleetAction{{Seq: 1, Op: "open", Key: "api.example.com", Until: year3000}}}))
 	f.pollOnce()
 	st := g.Get("api.example.com", now).Status(now)
@@ -71,13 +83,13 @@ func TestFleetControlHostile(t *testing.T) {
 		desc string
 		body []byte
 	}{
-		{desc: "a sequence number of math.MaxInt64", body: mustJSON(t, fleetRecord{Seq: math.MaxInt64,
+		{desc: "a sequence number of math.MaxInt64", body: controlJSON(t, &fleetRecord{Seq: math.MaxInt64,
 			Actions: []fleetAction{{Seq: math.MaxInt64, Op: "open", Key: "b.example.com", Until: now.Add(time.Minute)}}})},
-		{desc: "a negative sequence number", body: mustJSON(t, fleetRecord{Seq: -5})},
-		{desc: "an action numbered past the record", body: mustJSON(t, fleetRecord{Seq: 2,
+		{desc: "a negative sequence number", body: controlJSON(t, &fleetRecord{Seq: -5})},
+		{desc: "an action numbered past the record", body: controlJSON(t, &fleetRecord{Seq: 2,
 			Actions: []fleetAction{{Seq: 3, Op: "open", Key: "b.example.com", Until: now.Add(time.Minute)}}})},
-		{desc: "more actions than fleetActionsKept", body: mustJSON(t, fleetRecord{Seq: 1, Actions: manyActions})},
-		{desc: "more overrides than fleetEntriesMax", body: mustJSON(t, fleetRecord{Seq: 1, Overrides: manyOverrides})},
+		{desc: "more actions than fleetActionsKept", body: controlJSON(t, &fleetRecord{Seq: 1, Actions: manyActions})},
+		{desc: "more overrides than fleetEntriesMax", body: controlJSON(t, &fleetRecord{Seq: 1, Overrides: manyOverrides})},
 		{desc: "more bytes than fleetRecordMax", body: []byte(`{"seq":1,"pacing":{"a.example.com":"` + strings.Repeat("1", fleetRecordMax) + `"}}`)},
 	}
 	for _, tc := range tests {
@@ -138,7 +150,7 @@ func TestFleetCountsHostile(t *testing.T) {
 		desc string
 		body []byte
 	}{
-		{desc: "more instances than fleetInstancesMax", body: mustJSON(t, many)},
+		{desc: "more instances than fleetInstancesMax", body: countsJSON(t, many)},
 		{desc: "more bytes than fleetRecordMax", body: []byte(`{"instances":{"x":{"at":"` + now.Format(time.RFC3339) + `","scopes":{"` + strings.Repeat("a", fleetRecordMax) + `":[0,1,0]}}}}`)},
 	}
 	for _, tc := range bodies {
