@@ -79,6 +79,11 @@ type engine struct {
 	events *eventLog
 	conf   string
 	log    func(msg string)
+	// adminSwept is the admin.path whose entries were swept from this engine's store
+	// (sweepAdmin), carried with the store across reloads: "" until one is. adminSweep is
+	// closed when that sweep ends (nil when this engine started none).
+	adminSwept string
+	adminSweep chan struct{}
 	// now, breakerScope and storeTimeout serve the operator controls (operator.go).
 	now          func() time.Time
 	breakerScope string
@@ -140,6 +145,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 	e.events.configure(name, s)
 	if old.store != nil && old.fingerprint == e.fingerprint {
 		e.store, e.mem, e.hot, e.closer = old.store, old.mem, old.hot, old.closer
+		e.adminSwept = old.adminSwept
 	} else {
 		if e.store, e.mem, e.hot, err = newStore(name, s, e.events); err != nil {
 			return nil, err
@@ -235,6 +241,11 @@ func engineFor(name string, s Settings) (*engine, error) {
 	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s paths=%q ignore429=%v", e.fingerprint+e.breakerConf+e.negConf+e.missConf+e.budgetConf+e.paceConf+e.admitConf+e.warmConf,
 		s.Limiter, s.AdminPath, s.LogFormat, e.breakerPaths, s.BreakerIgnoreStatus429)
 	registry.engines[name] = e
+	if base := s.AdminPath; base != "" && e.adminSwept != base && e.mem == nil {
+		e.adminSwept = base
+		e.adminSweep = make(chan struct{})
+		sweepAdmin(e, base, e.adminSweep)
+	}
 	if e.conf != old.conf {
 		// Once per change, not once per router that the change rebuilds.
 		e.events.current().Emit(events.ConfigApplied, events.Bool("reload", old.name != ""),

@@ -26,6 +26,11 @@ const (
 	budgetSharePending = 1000
 	// budgetKeyPrefix keeps shared buckets apart from cache keys, which start with a scheme.
 	budgetKeyPrefix = "\x00budget:"
+	// budgetBookedBeyond caps how far past a bucket's horizon (budget.Horizon) a booking
+	// read from the store raises it: whoever can write the store cannot keep a key refused
+	// here for longer than that from one read (a year ahead, with a Retry-After to match).
+	// The fleet's own bookings stay within it: the others' bursts of one share.
+	budgetBookedBeyond = time.Minute
 )
 
 // budgetShare is the sharing of one engine's budgets.
@@ -107,8 +112,15 @@ func flushBudgets(b *budgets) {
 			continue
 		}
 		now := sh.now()
+		most := budget.Horizon(tb.t) + budgetBookedBeyond
 		for i, k := range keys {
-			budget.Raise(tb.t, k, ahead[i], now)
+			a := ahead[i]
+			if a > most {
+				a = most
+			}
+			if a > 0 {
+				budget.Raise(tb.t, k, a, now)
+			}
 		}
 	}
 }

@@ -35,6 +35,23 @@ const (
 	fleetKeyPrefix = "\x00control:"
 	// fleetRecordLife is how long the store keeps a control record nobody writes again.
 	fleetRecordLife = 30 * 24 * time.Hour
+
+	// What an instance believes of a record read from the store, which whoever can write
+	// the store writes too: a record past a bound is no record (the next write replaces
+	// it), a time past one is capped.
+	//
+	// fleetRecordMax bounds a control or counts record's bytes.
+	fleetRecordMax = 1 << 20
+	// fleetEntriesMax bounds the overrides and declared keys, the paces, and each
+	// instance's scopes in the counts record.
+	fleetEntriesMax = 4096
+	// fleetSeqMax bounds the record's sequence number: one past it would stop every
+	// instance applying actions (their numbers are compared), or wrap.
+	fleetSeqMax = 1 << 40
+	// fleetOpenMax caps an open by hand that another instance shared: a deadline in the
+	// year 3000 opens the breaker here for a day at most. The instance the operator acted
+	// on keeps the whole of it.
+	fleetOpenMax = 24 * time.Hour
 )
 
 // fleetAction is an open or a close by hand.
@@ -165,7 +182,11 @@ func (f *fleet) apply(rec *fleetRecord, log func(string)) {
 		switch a.Op {
 		case "open":
 			if a.Until.After(now) {
-				b.ForceOpen(now, a.Until.Sub(now))
+				d := a.Until.Sub(now)
+				if d > fleetOpenMax {
+					d = fleetOpenMax
+				}
+				b.ForceOpen(now, d)
 			}
 		case "close":
 			b.ForceClose(now)
@@ -241,9 +262,9 @@ func (f *fleet) read(st store.Store) (*fleetRecord, error) {
 		return nil, err
 	}
 	rec := &fleetRecord{}
-	if err := json.Unmarshal(ent.Body, rec); err != nil {
-		// Untrusted input: a record nobody can read is no record, and the next write
-		// replaces it.
+	if len(ent.Body) > fleetRecordMax || json.Unmarshal(ent.Body, rec) != nil || !rec.bounded() {
+		// Untrusted input: a record nobody can read, or past the bounds, is no record,
+		// and the next write replaces it.
 		return nil, nil
 	}
 	if rec.Overrides == nil {
@@ -253,6 +274,22 @@ func (f *fleet) read(st store.Store) (*fleetRecord, error) {
 		rec.Pacing = map[string]string{}
 	}
 	return rec, nil
+}
+
+// bounded tells whether rec is within what Weir writes: a sequence number within
+// fleetSeqMax, each action's no later than the record's, at most fleetActionsKept actions
+// and fleetEntriesMax overrides and paces.
+func (rec *fleetRecord) bounded() bool {
+	if rec.Seq < 0 || rec.Seq > fleetSeqMax || len(rec.Actions) > fleetActionsKept ||
+		len(rec.Overrides) > fleetEntriesMax || len(rec.Pacing) > fleetEntriesMax {
+		return false
+	}
+	for _, a := range rec.Actions {
+		if a.Seq < 0 || a.Seq > rec.Seq {
+			return false
+		}
+	}
+	return true
 }
 
 // publish records an operator's action for the other instances: change edits the record.

@@ -28,6 +28,11 @@ const (
 	// fleetCountsFresh is how long an instance's counts count after it wrote them: an
 	// instance that stopped writing (stopped, idle, cut off) drops out within it.
 	fleetCountsFresh = 2 * time.Second
+	// fleetInstancesMax bounds the instances whose counts are added: a record naming more
+	// is no record. fleetCountMax caps one count of one instance (a breaker's window holds
+	// far fewer results); a negative count is none.
+	fleetInstancesMax = 256
+	fleetCountMax     = 1 << 24
 )
 
 // fleetCountsRecord is the counts record: each instance's counts by breaker key, as
@@ -70,16 +75,7 @@ func (f *fleet) shareCounts(st store.Store) {
 		f.group.SetFleetCounts(nil)
 		return
 	}
-	others := map[string]breaker.Counts{}
-	for id, inst := range rec.Instances {
-		if id == f.id || now.Sub(inst.At) > fleetCountsFresh || inst.At.After(now.Add(fleetCountsFresh)) {
-			delete(rec.Instances, id)
-			continue
-		}
-		for key, c := range inst.Scopes {
-			others[key] = others[key].Add(breaker.Counts{OK: c[0], Failures: c[1], Slow: c[2]})
-		}
-	}
+	others := fleetOthers(rec, f.id, now)
 	f.group.SetFleetCounts(others)
 	if len(own) > 0 {
 		scopes := make(map[string][3]int, len(own))
@@ -101,6 +97,38 @@ func (f *fleet) shareCounts(st store.Store) {
 	f.mu.Unlock()
 }
 
+// fleetOthers sums the counts of the instances in rec but self, as they stand at now, each
+// count within fleetCount's bounds; it drops from rec the instances it does not count
+// (self's own, stale, from the future, past fleetEntriesMax scopes).
+func fleetOthers(rec *fleetCountsRecord, self string, now time.Time) map[string]breaker.Counts {
+	others := map[string]breaker.Counts{}
+	for id, inst := range rec.Instances {
+		if id == self || now.Sub(inst.At) > fleetCountsFresh || inst.At.After(now.Add(fleetCountsFresh)) {
+			delete(rec.Instances, id)
+			continue
+		}
+		if len(inst.Scopes) > fleetEntriesMax {
+			delete(rec.Instances, id)
+			continue
+		}
+		for key, c := range inst.Scopes {
+			others[key] = others[key].Add(breaker.Counts{OK: fleetCount(c[0]), Failures: fleetCount(c[1]), Slow: fleetCount(c[2])})
+		}
+	}
+	return others
+}
+
+// fleetCount is one count read from the counts record, within 0 and fleetCountMax.
+func fleetCount(n int) int {
+	if n < 0 {
+		return 0
+	}
+	if n > fleetCountMax {
+		return fleetCountMax
+	}
+	return n
+}
+
 // readCounts returns the counts record, empty when there is none or it cannot be read.
 func (f *fleet) readCounts(ctx context.Context, st store.Store) (*fleetCountsRecord, error) {
 	rec := &fleetCountsRecord{}
@@ -109,9 +137,9 @@ func (f *fleet) readCounts(ctx context.Context, st store.Store) (*fleetCountsRec
 		return nil, err
 	}
 	if ent != nil && ent.Status == http.StatusOK {
-		// Untrusted input: a record nobody can read is an empty one, which the write
-		// replaces.
-		if json.Unmarshal(ent.Body, rec) != nil {
+		// Untrusted input: a record nobody can read, or past the bounds, is an empty one,
+		// which the write replaces.
+		if len(ent.Body) > fleetRecordMax || json.Unmarshal(ent.Body, rec) != nil || len(rec.Instances) > fleetInstancesMax {
 			rec = &fleetCountsRecord{}
 		}
 	}

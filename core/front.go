@@ -24,10 +24,14 @@ type front struct {
 	h *Handler
 }
 
-// ServeHTTP refuses what admission refuses, answers 429 to a request over budget, and
-// serves the others.
+// ServeHTTP serves the admin first, whatever the load and the budgets (the operator
+// must reach it most when they refuse), refuses what admission refuses, answers 429 to a
+// request over budget, and serves the others.
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := f.h
+	if h.admin != nil && adminRequest(h, w, r) {
+		return
+	}
 	if h.admission != nil {
 		admitted(h, w, r)
 		return

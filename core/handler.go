@@ -42,8 +42,11 @@ type Handler struct {
 	queueWait time.Duration
 	// now is s.Now, one selector closer to the hit path.
 	now func() time.Time
-	// admin serves admin.path; nil when it is off.
-	admin *admin.Handler
+	// admin serves admin.path; nil when it is off. adminLead is the path's byte after its
+	// first slash (0 when off): a request whose RequestURI has neither it nor '%' there is
+	// not the admin's, which the hit path learns from one byte (adminFirst).
+	admin     *admin.Handler
+	adminLead byte
 	// hits and passes are the engine's counts of the two answers written outside write: the
 	// fresh hit and the pass-through. Pointers to the counters' values, so that the hit path
 	// takes one selector to reach it (docs/yaegi.md).
@@ -64,7 +67,8 @@ type Handler struct {
 	pacing *pacing
 	paced  *int32
 	// admission is admission control, in front of ServeHTTP (Front); nil when off. protect
-	// lists the path prefixes it takes past its limit: admission.protect and admin.path.
+	// lists the path prefixes it takes past its limit: admission.protect (admin.path is
+	// served before admission).
 	admission *admit.Controller
 	protect   []string
 }
@@ -113,12 +117,10 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 	}
 	if h.admission != nil {
 		h.protect = append([]string(nil), s.Admission.Protect...)
-		if s.AdminPath != "" {
-			h.protect = append(h.protect, s.AdminPath)
-		}
 	}
 	if s.AdminPath != "" {
 		h.admin = newAdmin(e, s)
+		h.adminLead = s.AdminPath[1]
 	}
 	// Warming goes through the last handler built: the latest settings, and a router's
 	// service as next.
@@ -162,6 +164,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ru[0] != '/' || rh["Upgrade"] != nil {
 		serve(h, w, r)
 		return
+	}
+	// The admin before any lookup: whatever is stored under admin.path, by whoever, is never
+	// read (adminFirst). One byte compared for the requests of the site.
+	if len(ru) > 1 {
+		switch ru[1] {
+		case h.adminLead, '%':
+			if adminRequest(h, w, r) {
+				return
+			}
+		}
 	}
 	scheme := "http://"
 	if r.TLS != nil {

@@ -26,6 +26,11 @@ import (
 // another (a query not in normal form). With the near cache on, an entry local memory
 // holds is found there again, without asking the server.
 func serveShared(h *Handler, w http.ResponseWriter, r *http.Request) {
+	// The admin before the store is read: another instance or an older one may have stored
+	// an answer under admin.path.
+	if adminRequest(h, w, r) {
+		return
+	}
 	ru := r.RequestURI
 	m := r.Method
 	if ru == "" || ru[0] != '/' || (m != "GET" && m != "HEAD") || r.Header["Upgrade"] != nil {
@@ -40,6 +45,7 @@ func serveShared(h *Handler, w http.ResponseWriter, r *http.Request) {
 }
 
 // serveSharedAt is serveShared for a GET or HEAD whose key as the client sent it is key.
+// The caller has found r not the admin's.
 func serveSharedAt(h *Handler, w http.ResponseWriter, r *http.Request, key string) {
 	ru := r.RequestURI
 	m := r.Method

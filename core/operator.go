@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -20,23 +21,24 @@ import (
 // busiestShown is how many partitions and hosts the admin lists as the limiter's busiest.
 const busiestShown = 10
 
+// adminSweepTimeout bounds the sweep of a shared store under admin.path (sweepAdmin): a
+// walk of the whole keyspace, in batches.
+const adminSweepTimeout = 30 * time.Second
+
 // operator is an engine as its admin sees and steers it (admin.Engine).
 type operator struct {
 	e *engine
 	s Settings
 }
 
-// newAdmin serves e's admin at s.AdminPath. Requests under the path go to serve, which hands
-// them to the admin, unless the hit path finds them stored: so nothing stored under the path
-// may stay in what the hit path reads (an answer the origin gave there before the admin was
-// turned on), and nothing is stored there again, since serve comes first.
+// newAdmin serves e's admin at s.AdminPath. Requests under the path are the admin's before
+// any lookup (adminRequest, on every way into the Handler), so nothing stored there is
+// read; what is stored there (an answer the origin gave before the admin was turned on) is
+// dropped from local memory here, and from a shared store once (sweepAdmin).
 func newAdmin(e *engine, s Settings) *admin.Handler {
 	if e.hot != nil {
-		base := strings.TrimSuffix(s.AdminPath, "/")
-		e.hot.DeleteFunc(func(key string) bool {
-			_, path := splitKey(key)
-			return admin.Under(base, path)
-		})
+		base := s.AdminPath
+		e.hot.DeleteFunc(func(key string) bool { return adminKey(base, key) })
 	}
 	return admin.NewHandler(s.AdminPath, adminAccess(e, s), operator{e: e, s: s}, s.Now)
 }
@@ -59,6 +61,61 @@ func keepAdminBrake(e, old *engine) {
 	e.adminBrake = old.adminBrake
 	if e.adminBrake == nil {
 		e.adminBrake = admin.NewBrake(admin.DefaultBrakeClients)
+	}
+}
+
+// adminKey tells whether the cache key key names a path under base (admin.path), as
+// written or decoded: what adminRequest would have served from the admin.
+func adminKey(base, key string) bool {
+	_, path := splitKey(key)
+	if admin.Under(base, path) {
+		return true
+	}
+	if strings.IndexByte(path, '%') < 0 {
+		return false
+	}
+	p, err := url.PathUnescape(path)
+	return err == nil && admin.Under(base, p)
+}
+
+// sweeper is a shared store that can delete what matches a glob (redisstore.Store.Sweep).
+type sweeper interface {
+	sweep(ctx context.Context, match string, drop func(key string) bool) (int, error)
+}
+
+// adminSweepMatch is the glob of the cache keys sweepAdmin reads: any whose path has a
+// segment beginning as base's first does, or with '%' (an escaped form); adminKey decides.
+func adminSweepMatch(base string) string {
+	return `*://*/[\` + base[1:2] + `%]*`
+}
+
+// sweepAdmin deletes from e's shared store what is stored under admin.path, written by an
+// older instance or another middleware sharing the key prefix, so that no instance with
+// the admin off serves it either. Once per store and path: engineFor carries adminSwept
+// across reloads that keep the store. On a goroutine of its own, bounded by
+// adminSweepTimeout; done is closed when it ends.
+func sweepAdmin(e *engine, base string, done chan struct{}) {
+	sw, ok := e.store.(sweeper)
+	if !ok {
+		close(done)
+		return
+	}
+	go runSweep(sw, e.name, base, e.log, done)
+}
+
+// runSweep is sweepAdmin's goroutine.
+func runSweep(sw sweeper, name, base string, log func(string), done chan struct{}) {
+	defer close(done)
+	defer recoverTo(log, "sweeping admin.path from the shared store")
+	ctx, cancel := context.WithTimeout(context.Background(), adminSweepTimeout)
+	defer cancel()
+	n, err := sw.sweep(ctx, adminSweepMatch(base), func(key string) bool { return adminKey(base, key) })
+	if err != nil {
+		log(fmt.Sprintf("middleware %s: sweeping %s from the shared store: %d entries deleted, then: %v", name, base, n, err))
+		return
+	}
+	if n > 0 {
+		log(fmt.Sprintf("middleware %s: %d entries stored under %s deleted from the shared store", name, n, base))
 	}
 }
 

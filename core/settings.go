@@ -64,7 +64,8 @@ type Settings struct {
 	// passing them to the origin. Off by default: anyone who reaches the router could purge.
 	AllowPurge bool
 
-	// AdminPath is where the admin API, page and metrics answer ("/_weir"). Empty: no admin.
+	// AdminPath is where the admin API, page and metrics answer ("/_weir"; "/_weir/" is the
+	// same path, its trailing slash trimmed). Empty: no admin.
 	AdminPath string
 	// AdminAccess says who may use the admin, and send PURGE: its Token (at least
 	// admin.MinTokenLength characters) is always needed, its Allow narrows the addresses
@@ -157,6 +158,8 @@ type Settings struct {
 }
 
 func (s Settings) withDefaults() Settings {
+	// "/_weir/" is "/_weir": the bare path is the admin's as well (admin.Under).
+	s.AdminPath = strings.TrimRight(s.AdminPath, "/")
 	if s.MaxSize <= 0 {
 		s.MaxSize = store.DefaultMaxSize
 	}
@@ -291,7 +294,7 @@ func (s Settings) fingerprint() string {
 // any process on an allowed host, shares it).
 func (s Settings) validateAdmin() error {
 	a := s.AdminAccess
-	if p := s.AdminPath; p != "" && (p[0] != '/' || strings.ContainsAny(p, "?#") || p == "/") {
+	if p := s.AdminPath; p != "" && (p[0] != '/' || strings.ContainsAny(p, "?#") || strings.Trim(p, "/") == "") {
 		return fmt.Errorf("%w: admin.path: %q must be a path below the root such as \"/_weir\"", ErrSettings, p)
 	}
 	if a.Token != "" {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/weirproxy/weir/core/events"
@@ -97,6 +98,10 @@ type sharedStore struct {
 }
 
 func (c sharedStore) Close() error { return c.rs.Close() }
+
+func (c sharedStore) sweep(ctx context.Context, match string, drop func(key string) bool) (int, error) {
+	return c.rs.Sweep(ctx, match, drop)
+}
 
 // guarded is a store whose records shared with the other instances bypass local memory.
 // An interface, not an assertion to sharedStore: Yaegi v0.16.1 fails to load a type

@@ -248,6 +248,12 @@ func Raise(t *Table, key string, ahead time.Duration, now time.Time) {
 	t.mu.Unlock()
 }
 
+// Horizon is how far past now a bucket of t may be booked before its key is refused: its
+// burst, and what Reserve books ahead of it.
+func Horizon(t *Table) time.Duration {
+	return time.Duration(t.limit + t.ahead)
+}
+
 // Interval is one request's cost in t's buckets.
 func Interval(t *Table) time.Duration {
 	return time.Duration(t.interval)

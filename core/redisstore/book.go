@@ -7,6 +7,11 @@ import (
 	"time"
 )
 
+// bookHorizon is how far ahead of the server's clock a bucket's booking is believed (its
+// microseconds are written in bookScript): a value further ahead, written by someone else
+// with access to the server, is read as no booking and replaced.
+const bookHorizon = 24 * time.Hour
+
 // bookScript adds requests to shared budgets' buckets on the server's clock (TIME), so that
 // instances whose clocks differ count alike: each bucket is the time it is booked up to, in
 // microseconds (a Lua number holds them exactly), and expires a second after it. ARGV[1] is
@@ -23,7 +28,8 @@ for i, k in ipairs(KEYS) do
   local v = redis.call('GET', k)
   if v then
     local n = tonumber(v)
-    if n and n > now then tat = n end
+    -- A booking further ahead than bookHorizon is none the fleet made: read as none.
+    if n and n > now and n - now <= 86400000000 then tat = n end
   end
   tat = tat + tonumber(ARGV[i + 1]) * iv
   redis.call('SET', k, string.format('%d', tat), 'PX', math.floor((tat - now) / 1000) + 1000)

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +49,12 @@ func TestBook(t *testing.T) {
 	g := store.NewGuard(mem, store.GuardSettings{Timeout: callWait})
 	if _, err := g.Book(ctx, []string{"k"}, []int64{1}, time.Second); !errors.Is(err, store.ErrBookUnsupported) {
 		t.Errorf("Book through a guard of the memory store: %v, want ErrBookUnsupported", err)
+	}
+}
+
+// TestBookHorizonInScript: the horizon bookScript believes is bookHorizon.
+func TestBookHorizonInScript(t *testing.T) {
+	if us := strconv.FormatInt(bookHorizon.Microseconds(), 10); !strings.Contains(bookScript.src, "<= "+us+" ") {
+		t.Errorf("bookScript does not hold bookHorizon, %s µs", us)
 	}
 }

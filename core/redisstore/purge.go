@@ -325,7 +325,7 @@ func (s *Store) purgeSetCluster(ctx context.Context, set string) (int, error) {
 func (s *Store) PurgePrefix(ctx context.Context, prefix string) (int, error) {
 	match := globEscaper.Replace(s.prefix+prefix) + "*"
 	if s.cluster == nil {
-		n, err := s.scanPurge(ctx, match, nil)
+		n, err := s.scanPurge(ctx, match, nil, nil)
 		if err != nil {
 			return n, fmt.Errorf("redis purge prefix: %w", err)
 		}
@@ -333,7 +333,7 @@ func (s *Store) PurgePrefix(ctx context.Context, prefix string) (int, error) {
 	}
 	total := 0
 	err := s.eachPrimary(func(c redis.Conn) error {
-		n, err := s.scanPurge(ctx, match, c)
+		n, err := s.scanPurge(ctx, match, c, nil)
 		total += n
 		return err
 	})
@@ -343,9 +343,58 @@ func (s *Store) PurgePrefix(ctx context.Context, prefix string) (int, error) {
 	return total, nil
 }
 
+// Sweep deletes the entries whose cache keys match the glob match (SCAN's MATCH syntax,
+// under the key prefix, which Sweep adds) and that drop, when not nil, says to delete; in
+// a cluster, on every primary. It walks the keyspace with SCAN, never KEYS, and deletes
+// with UNLINK batch by batch, so it holds the server no longer than a purge by prefix
+// does; ctx bounds the whole walk. The index's sets (keys beginning with a NUL byte) are
+// never swept. It returns how many entries it deleted.
+func (s *Store) Sweep(ctx context.Context, match string, drop func(key string) bool) (int, error) {
+	if drop == nil {
+		drop = func(string) bool { return true }
+	}
+	full := globEscaper.Replace(s.prefix) + match
+	if s.cluster == nil {
+		n, err := s.scanPurge(ctx, full, nil, drop)
+		if err != nil {
+			return n, fmt.Errorf("redis sweep: %w", err)
+		}
+		return n, nil
+	}
+	total := 0
+	err := s.eachPrimary(func(c redis.Conn) error {
+		n, err := s.scanPurge(ctx, full, c, drop)
+		total += n
+		return err
+	})
+	if err != nil {
+		return total, fmt.Errorf("redis sweep: %w", err)
+	}
+	return total, nil
+}
+
+// sweptOnly keeps of keys (as SCAN returned them, with the key prefix) the entries, never
+// an index set, whose cache keys drop says to delete.
+func (s *Store) sweptOnly(keys []interface{}, drop func(key string) bool) ([]interface{}, error) {
+	kept := keys[:0]
+	for _, k := range keys {
+		b, ok := k.([]byte)
+		if !ok || len(b) < len(s.prefix) {
+			return nil, fmt.Errorf("%w %v", errReply, k)
+		}
+		key := string(b[len(s.prefix):])
+		if key == "" || key[0] == 0 || !drop(key) {
+			continue
+		}
+		kept = append(kept, b)
+	}
+	return kept, nil
+}
+
 // scanPurge walks the keys matching match with SCAN, on node when it is not nil (a cluster's
-// primary) or the server, and deletes what it finds.
-func (s *Store) scanPurge(ctx context.Context, match string, node redis.Conn) (int, error) {
+// primary) or the server, and deletes what it finds: only the entries drop names, when it
+// is not nil (Sweep).
+func (s *Store) scanPurge(ctx context.Context, match string, node redis.Conn, drop func(key string) bool) (int, error) {
 	cursor := "0"
 	total := 0
 	for {
@@ -367,6 +416,11 @@ func (s *Store) scanPurge(ctx context.Context, match string, node redis.Conn) (i
 		keys, ok2 := parts[1].([]interface{})
 		if !ok || !ok2 {
 			return total, fmt.Errorf("%w %v", errReply, reply)
+		}
+		if drop != nil && len(keys) > 0 {
+			if keys, err = s.sweptOnly(keys, drop); err != nil {
+				return total, err
+			}
 		}
 		if len(keys) > 0 {
 			n, err := s.unlinkFound(ctx, keys)

@@ -48,7 +48,7 @@ func sampleEntry(now time.Time) *store.Entry {
 		Status: 200,
 		Header: http.Header{
 			"Content-Type": {"application/octet-stream"},
-			"Set-Cookie":   {"a=1", "b=\t\xff2"},
+			"X-Multi":      {"a=1", "b=\t\xff2"},
 		},
 		Body:       body,
 		Born:       now,

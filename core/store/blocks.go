@@ -248,7 +248,11 @@ func decodeBlocks(b []byte) (*Entry, error) {
 	// names lowered: a name holding content-length that is not the one field of that
 	// canonical name (another case, a longer name, a second one) takes lengthCheck.
 	if n > 0 {
-		if c := strings.Count(strings.ToLower(nb), "content-length"); c > 0 {
+		low := strings.ToLower(nb)
+		if unsentLine.MatchString(low) {
+			return nil, invalidEntry(fmt.Sprintf("header field names %.64q: one Weir never stores", nb))
+		}
+		if c := strings.Count(low, "content-length"); c > 0 {
 			cl := e.Header["Content-Length"]
 			if c != 1 || len(cl) != 1 || cl[0] != strconv.Itoa(len(e.Body)) {
 				if err := lengthCheck(e); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,6 +234,9 @@ func clampedNano(t time.Time) int64 {
 //   - header field names and Vary names are tokens (RFC 9110 section 5.1), header values
 //     hold no CR, LF or NUL (section 5.5), and a Content-Length field, in any case, is one
 //     value, the body's length in decimal, as Weir writes it;
+//   - no header field with a value is one Weir never stores, in any case (unsentNames):
+//     Set-Cookie and the hop-by-hop fields, which whoever can write the store would
+//     otherwise send every client of the URL;
 //   - an answer carries at most entry.MaxTags tags, each entry.ValidTag (a tag listed twice
 //     is accepted: it costs the index nothing, and finding it would cost every decode); a
 //     mark and an index carry none;
@@ -252,11 +256,37 @@ func Decode(b []byte) (*Entry, error) {
 	if len(b) > 0 && b[0] == encodingBlocks {
 		return decodeBlocks(b)
 	}
-	if e := decodeFast(b); e != nil {
-		return e, nil
+	e := decodeFast(b)
+	if e == nil {
+		var err error
+		if e, err = decodeChecked(b); err != nil {
+			return nil, err
+		}
 	}
-	return decodeChecked(b)
+	// A field without values sends nothing: layouts 1 and 2 hold such fields.
+	for k, vs := range e.Header {
+		if len(vs) > 0 && unsentNames[strings.ToLower(k)] {
+			return nil, invalidEntry(fmt.Sprintf("header field %.64q, which Weir never stores", k))
+		}
+	}
+	return e, nil
 }
+
+// unsentNames are the header fields, lowercase, that Weir never stores and Decode refuses
+// in any case: Set-Cookie (an answer setting a cookie is never shared: httpcache.Policy's
+// Storable) and the hop-by-hop fields (RFC 9110 section 7.6.1; httpcache's unstoredHeader),
+// whose values another client would be sent. Anyone who can write the shared store could
+// otherwise set a cookie on every client of a URL or break its framing. A field named in
+// Connection is hop-by-hop too: Connection itself is refused, and the proxy in front of
+// Weir removes what it names before Weir stores the answer.
+var unsentNames = map[string]bool{
+	"set-cookie": true, "connection": true, "keep-alive": true, "proxy-connection": true, "te": true,
+	"trailer": true, "transfer-encoding": true, "upgrade": true, "proxy-authenticate": true,
+}
+
+// unsentLine finds any of unsentNames as a line of a lowercase string of names, one a line:
+// one call for layout 3's whole block of names.
+var unsentLine = regexp.MustCompile(`(?:^|\n)(?:set-cookie|connection|keep-alive|proxy-connection|te|trailer|transfer-encoding|upgrade|proxy-authenticate)(?:\n|$)`)
 
 // decodeFast reads the entries Weir writes in the fewest interpreted steps and returns nil
 // for anything else: a layout-1 entry whose counts and string lengths take one byte each

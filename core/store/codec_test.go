@@ -475,6 +475,45 @@ func TestDecodeRejectsInvalid(t *testing.T) {
 	}
 }
 
+// TestDecodeRejectsUnsentFields: an entry holding a field Weir never stores, in any case
+// and in every layout, is invalid: whoever can write the shared store must not set cookies
+// on its clients nor send them hop-by-hop fields.
+func TestDecodeRejectsUnsentFields(t *testing.T) {
+	names := []string{"Set-Cookie", "set-cookie", "SET-COOKIE", "Connection", "Keep-Alive", "Proxy-Connection",
+		"Te", "TE", "Trailer", "Transfer-Encoding", "Upgrade", "Proxy-Authenticate"}
+	layouts := []struct {
+		desc   string
+		encode func(e *Entry) []byte
+	}{
+		{desc: "layout 3", encode: Encode},
+		{desc: "layout 1", encode: func(e *Entry) []byte { return encodeFields(e, sortedNames(e)) }},
+	}
+	for _, l := range layouts {
+		for _, name := range names {
+			for _, others := range []bool{false, true} {
+				e := benchAnswer()
+				if !others {
+					e.Header = http.Header{}
+					e.Body = nil
+				}
+				e.Header[name] = []string{"a=b; Path=/"}
+				got, err := Decode(l.encode(e))
+				if !errors.Is(err, ErrInvalid) || got != nil {
+					t.Errorf("%s, %s (other fields %v): Decode = %v, %v; want error %v", l.desc, name, others, got, err, ErrInvalid)
+				}
+			}
+		}
+		// Names that only start or end as one of them are an origin's own.
+		e := benchAnswer()
+		e.Header["Set-Cookie-Policy"] = []string{"x"}
+		e.Header["X-Upgrade"] = []string{"x"}
+		e.Header["Tea"] = []string{"x"}
+		if _, err := Decode(l.encode(e)); err != nil {
+			t.Errorf("%s: names that contain unstored ones: %v, want the entry", l.desc, err)
+		}
+	}
+}
+
 func TestDecodeRejectsEveryTruncation(t *testing.T) {
 	for _, tc := range codecEntries() {
 		b := Encode(tc.e)
@@ -618,6 +657,11 @@ func TestDecodeFast(t *testing.T) {
 // written apart from Decode's checks, byte by byte, so that the fuzz target checks them.
 func entryProblem(e *Entry) string {
 	answer := !e.Pass && !e.VaryIndex
+	for k, vs := range e.Header {
+		if len(vs) > 0 && unsentNames[strings.ToLower(k)] {
+			return fmt.Sprintf("header field %q, which Weir never stores", k)
+		}
+	}
 	switch {
 	case e.Pass && e.VaryIndex:
 		return "both a mark and an index"
