@@ -248,8 +248,8 @@ func decodeBlocks(b []byte) (*Entry, error) {
 	// names lowered: a name holding content-length that is not the one field of that
 	// canonical name (another case, a longer name, a second one) takes lengthCheck.
 	if n > 0 {
-		low := strings.ToLower(nb)
-		if unsentLine.MatchString(low) {
+		low := strings.ToLower("\n" + nb + "\n")
+		if hasUnsentLine(low) {
 			return nil, invalidEntry(fmt.Sprintf("header field names %.64q: one Weir never stores", nb))
 		}
 		if c := strings.Count(low, "content-length"); c > 0 {
