@@ -285,11 +285,10 @@ var unsentNames = map[string]bool{
 
 // hasUnsentLine tells whether any of unsentNames is a line of low, a lowercase string of
 // names, one a line, that begins and ends with LF: one call for layout 3's whole block of
-// names. One native call, since
-// under Yaegi each call costs thousands of instructions: a Replacer's trie finds any of
-// the nine lines in one pass and returns its input unchanged when it finds none, where a
-// regexp's alternation cost a decode some 40,000 instructions and nine substring searches
-// more (scripts/yaegi-cost.sh core/store BenchmarkDecodeAnswer).
+// names. One native call, since under Yaegi each call costs thousands of instructions: a
+// Replacer's trie finds any of the nine lines in one pass and returns its input unchanged
+// when it finds none; a regexp's alternation, and nine substring searches, each cost a
+// decode more (docs/benchmarks.md, "Decoding a stored entry").
 func hasUnsentLine(low string) bool {
 	return unsentLines.Replace(low) != low
 }
