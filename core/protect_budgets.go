@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/budget"
+	"github.com/weirproxy/weir/core/hostkey"
 )
 
 // Request budgets (budgets.*): token buckets per client and per Host, spent before any
@@ -25,7 +26,8 @@ func init() { registerReasons(reasonOverBudget) }
 type BudgetSettings struct {
 	// Client is each client's rate; IPv6 clients count as their /64. Zero: no client budget.
 	Client budget.Rate
-	// Host is each Host's rate. Zero: no host budget.
+	// Host is each Host's rate, every spelling of a host that Traefik routes alike counted
+	// as one (hostkey.Canonical). Zero: no host budget.
 	Host budget.Rate
 	// Burst is how much of its rate each bucket saves up. Zero: one request's interval.
 	Burst time.Duration
@@ -100,7 +102,7 @@ func overBudget(h *Handler, w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	if wait == 0 && b.host != nil {
-		wait = budget.Take(b.host, strings.ToLower(r.Host), now)
+		wait = budget.Take(b.host, hostkey.Canonical(r.Host), now)
 	}
 	if b.share != nil {
 		shareBudgets(b, now)
