@@ -146,3 +146,12 @@ func FuzzCanonical(f *testing.F) {
 	}
 	f.Fuzz(checkCanonical)
 }
+
+// BenchmarkCanonical is a canonical host's key, the case of nearly every request: under Yaegi
+// (scripts/yaegi-cost.sh core/hostkey BenchmarkCanonical) what each protection's key costs.
+func BenchmarkCanonical(b *testing.B) {
+	h := "www.example.com"
+	for i := 0; i < b.N; i++ {
+		sink = Canonical(h)
+	}
+}
