@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -95,7 +96,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	if sk == nil {
 		way |= wayBackground
 	}
-	t, refused := enter(h, req.Context(), httpcache.PartitionOf(key), req.Host, req.URL.Path, false, way)
+	t, refused := enter(h, req.Context(), httpcache.PartitionOf(key), hostkey.Canonical(req.Host), req.URL.Path, false, way)
 	if t == nil {
 		return &fetchResult{refused: *refused}
 	}

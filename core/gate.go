@@ -47,7 +47,8 @@ type ticket struct {
 }
 
 // enter asks the gate to let a request for host and path, in partition part, through to the
-// origin:
+// origin (host and part in canonical form, hostkey.Canonical and httpcache.Partition, so
+// that every spelling of a host takes the same breaker, pace and slots):
 // the breaker, then a slot (the upload pool when the request has a body); nil and why not
 // when it does not. For a caller that
 // records nothing, breakers that are all closed are one atomic load and no permit: only a

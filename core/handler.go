@@ -10,6 +10,7 @@ import (
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/admit"
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/store"
@@ -263,8 +264,13 @@ func queryHit(h *Handler, r *http.Request, key, ru string) bool {
 	if i < 0 || ru[i+1:] != q {
 		return false
 	}
-	// key ends with "?" + q: what stands before it is the partition.
-	missrate.Hit(h.missRate, key[:len(key)-len(q)-1])
+	// key ends with "?" + q: what stands before it is the partition when the host is
+	// canonical, as it mostly is; the key holds the host as sent, the partition its key.
+	part := key[:len(key)-len(q)-1]
+	if hostkey.Canonical(r.Host) != r.Host {
+		part = httpcache.PartitionOf(key)
+	}
+	missrate.Hit(h.missRate, part)
 	return true
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/store"
@@ -27,7 +28,7 @@ func serveOther(h *Handler, w http.ResponseWriter, r *http.Request) {
 		h.purge(w, r)
 		return
 	}
-	t, refused := enter(h, r.Context(), httpcache.Partition(r), r.Host, r.URL.Path, hasBody(r), wayRecord)
+	t, refused := enter(h, r.Context(), httpcache.Partition(r), hostkey.Canonical(r.Host), r.URL.Path, hasBody(r), wayRecord)
 	if t == nil {
 		h.refused(w, r, nil, statusMethod, *refused)
 		return
@@ -172,11 +173,16 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 		serve(h, w, r)
 		return
 	}
-	// The partition is the key up to its query: httpcache.PartitionOf written out, since an
-	// interpreted call costs more than the scan.
+	// The partition is the key up to its query (httpcache.PartitionOf written out, since an
+	// interpreted call costs more than the scan) when the host is canonical, as it mostly
+	// is: the key holds the host as sent, the partition its canonical key.
+	host := hostkey.Canonical(r.Host)
 	part := key
 	if i := strings.IndexByte(key, '?'); i >= 0 {
 		part = key[:i]
+	}
+	if host != r.Host {
+		part = httpcache.PartitionOf(key)
 	}
 	switch atomic.LoadInt32(h.notClosed) + atomic.LoadInt32(h.paced) {
 	case 0:
@@ -189,7 +195,7 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 	if now >= atomic.LoadInt64(h.sampleNext) && passSample(h, w, r, part, h.passStatusValue, now) {
 		return
 	}
-	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
+	slot := limit.Take(h.e.limiter, part, host, r.ContentLength != 0)
 	if slot == nil {
 		passGated(h, w, r, part, h.passStatusValue, 0)
 		return
@@ -203,9 +209,9 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 
 // pass sends r to the origin as it is, with its own writer, so streaming, flushing and
 // upgrades work as without Weir, through the origin gate: an open breaker stops it (FR-CB-5)
-// and it holds an origin slot while it goes (FR-LIM-1). part is r's partition;
-// cacheStatus[0] is its Cache-Status, a slice shared by every answer that carries it (header
-// values are never changed in place).
+// and it holds an origin slot while it goes (FR-LIM-1). part is r's partition
+// (httpcache.Partition: its host in canonical form); cacheStatus[0] is its Cache-Status, a
+// slice shared by every answer that carries it (header values are never changed in place).
 //
 // Its outcome is recorded with the breaker for a sample of requests (passSampler) and for
 // the half-open breaker's probe: seeing the status takes a writer of Weir's between the
@@ -231,7 +237,9 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 	if now := h.now().UnixNano(); now >= atomic.LoadInt64(h.sampleNext) && passSample(h, w, r, part, cacheStatus, now) {
 		return
 	}
-	slot := limit.Take(h.e.limiter, part, r.Host, r.ContentLength != 0)
+	// The host cap's key, as part holds it.
+	host := hostkey.Canonical(r.Host)
+	slot := limit.Take(h.e.limiter, part, host, r.ContentLength != 0)
 	if slot == nil {
 		passGated(h, w, r, part, cacheStatus, 0)
 		return
@@ -275,7 +283,7 @@ func passSample(h *Handler, w http.ResponseWriter, r *http.Request, part string,
 // free at once, or (way wayRecord) the breaker's sample.
 func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, cacheStatus []string, way int) {
 	ctx := r.Context()
-	t, refused := enter(h, ctx, part, r.Host, r.URL.Path, r.ContentLength != 0, way)
+	t, refused := enter(h, ctx, part, hostkey.Canonical(r.Host), r.URL.Path, r.ContentLength != 0, way)
 	if t == nil {
 		h.refused(w, r, nil, cacheStatus[0], *refused)
 		return

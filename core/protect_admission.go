@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/admit"
+	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/setting"
 )
 
@@ -75,9 +76,11 @@ func admissionConf(s AdmissionSettings) string {
 	return fmt.Sprintf(" admission=%d/%d/%s/%s/%t", s.KneeInFlight, s.HostKneeInFlight, s.LagKnee, s.LagLimit, s.Lag != nil)
 }
 
-// admitted serves r when admission takes it, answers 503 when it does not.
+// admitted serves r when admission takes it, answers 503 when it does not. A host's share
+// and the names seen are counted by the host's canonical key: a flood cannot take a share per
+// spelling of one host, nor pass for a name not seen.
 func admitted(h *Handler, w http.ResponseWriter, r *http.Request) {
-	host := r.Host
+	host := hostkey.Canonical(r.Host)
 	// admission.protect and admin.path match whole segments (setting.UnderPrefix): "/health"
 	// protects "/health/live", not "/healthz". Without any, no call: under Yaegi its frame
 	// costs about 28 allocations.

@@ -1,15 +1,18 @@
 package core
 
 import (
+	"bytes"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/internal/clocktest"
+	"github.com/weirproxy/weir/internal/fixture"
 )
 
 // budgetSettings are settings with a fake clock and budgets of 2 requests per 10s and no
@@ -85,6 +88,8 @@ func TestBudgetClientKeys(t *testing.T) {
 		remote string
 		key    string
 		exempt bool
+		// invalid: the field held no address, and the connection's was taken.
+		invalid bool
 	}{
 		{desc: "remote IPv4", remote: "192.0.2.1:5000", key: "192.0.2.1"},
 		{desc: "remote IPv6 counts as its /64", remote: "[2001:db8:1:2:3:4:5:6]:443", key: "2001:db8:1:2::/64"},
@@ -94,20 +99,95 @@ func TestBudgetClientKeys(t *testing.T) {
 		{desc: "forwarded depth 1", s: BudgetSettings{ForwardedDepth: 1}, header: []string{"X-Forwarded-For", "203.0.113.5, 198.51.100.2"}, remote: "127.0.0.1:1", key: "198.51.100.2"},
 		{desc: "forwarded depth 2", s: BudgetSettings{ForwardedDepth: 2}, header: []string{"X-Forwarded-For", "203.0.113.5, 198.51.100.2"}, remote: "127.0.0.1:1", key: "203.0.113.5"},
 		{desc: "forwarded too shallow", s: BudgetSettings{ForwardedDepth: 3}, header: []string{"X-Forwarded-For", "203.0.113.5, 198.51.100.2"}, remote: "127.0.0.1:1", key: "127.0.0.1"},
-		{desc: "not an address", s: BudgetSettings{ClientHeader: "X-Real-IP"}, header: []string{"X-Real-IP", "unknown"}, remote: "127.0.0.1:1", key: "unknown"},
+		{desc: "header with port", s: BudgetSettings{ClientHeader: "X-Client"}, header: []string{"X-Client", "192.0.2.3:4711"}, remote: "127.0.0.1:1", key: "192.0.2.3"},
+		{desc: "header IPv6 in brackets", s: BudgetSettings{ClientHeader: "X-Client"}, header: []string{"X-Client", "[2001:db8:1:2::9]"}, remote: "127.0.0.1:1", key: "2001:db8:1:2::/64"},
+		{desc: "header IPv6 with port", s: BudgetSettings{ClientHeader: "X-Client"}, header: []string{"X-Client", "[2001:db8:1:2::9]:4711"}, remote: "127.0.0.1:1", key: "2001:db8:1:2::/64"},
+		{desc: "header list: its first, trimmed", s: BudgetSettings{ClientHeader: "X-Client"}, header: []string{"X-Client", " 192.0.2.4 , 198.51.100.1"}, remote: "127.0.0.1:1", key: "192.0.2.4"},
+		{desc: "not an address: the connection", s: BudgetSettings{ClientHeader: "X-Real-IP"}, header: []string{"X-Real-IP", "unknown"}, remote: "127.0.0.1:1", key: "127.0.0.1", invalid: true},
+		{desc: "list led by junk: the connection", s: BudgetSettings{ClientHeader: "X-Client"}, header: []string{"X-Client", "junk, 192.0.2.4"}, remote: "127.0.0.1:1", key: "127.0.0.1", invalid: true},
+		{desc: "a name is no address", s: BudgetSettings{ClientHeader: "X-Client"}, header: []string{"X-Client", "example.com:80"}, remote: "127.0.0.1:1", key: "127.0.0.1", invalid: true},
+		{desc: "an address with a zone is none", s: BudgetSettings{ClientHeader: "X-Client"}, header: []string{"X-Client", "fe80::1%eth0"}, remote: "127.0.0.1:1", key: "127.0.0.1", invalid: true},
+		{desc: "a network is no address", s: BudgetSettings{ClientHeader: "X-Client"}, header: []string{"X-Client", "192.0.2.0/24"}, remote: "127.0.0.1:1", key: "127.0.0.1", invalid: true},
+		{desc: "empty list element", s: BudgetSettings{ClientHeader: "X-Client"}, header: []string{"X-Client", ", 192.0.2.4"}, remote: "127.0.0.1:1", key: "127.0.0.1", invalid: true},
+		{desc: "forwarded junk: the connection", s: BudgetSettings{ForwardedDepth: 1}, header: []string{"X-Forwarded-For", "203.0.113.5, junk"}, remote: "127.0.0.1:1", key: "127.0.0.1", invalid: true},
 		{desc: "exempt", s: BudgetSettings{Exempt: []*net.IPNet{exemptNet}}, remote: "10.1.2.3:9", key: "10.1.2.3", exempt: true},
 	}
 	for _, c := range cases {
 		r := newRequest("GET", "http://example.com/", c.header...)
 		r.RemoteAddr = c.remote
-		ip, key := clientOf(c.s, r)
+		ip, key, invalid := clientOf(c.s, r)
 		if key != c.key {
 			t.Errorf("%s: key %q, want %q", c.desc, key, c.key)
+		}
+		if invalid != c.invalid {
+			t.Errorf("%s: invalid %t, want %t", c.desc, invalid, c.invalid)
 		}
 		if got := exempt(c.s.Exempt, ip); got != c.exempt {
 			t.Errorf("%s: exempt %t, want %t", c.desc, got, c.exempt)
 		}
 	}
+}
+
+// TestBudgetClientJunkValues: forty values of the client's field that hold no address
+// spend the connection's one bucket, not one each, and each is counted in
+// weir_client_address_invalid_total.
+func TestBudgetClientJunkValues(t *testing.T) {
+	clock := newFakeClock()
+	s := Settings{Now: clock.Now, Log: discardLog, Budgets: BudgetSettings{
+		Client: budget.Rate{N: 1, Per: time.Minute}, ClientHeader: "X-Client",
+	}}
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=600"})
+	h := newTestHandler(t, s, o)
+	passed := 0
+	for i := 0; i < 40; i++ {
+		w := doFront(t, h, "GET", "http://example.com/a", "X-Client", "junk-"+strconv.Itoa(i))
+		if w.Code == http.StatusOK {
+			passed++
+		}
+	}
+	if passed != 1 {
+		t.Errorf("%d of 40 requests with junk addresses passed a budget of one, want 1", passed)
+	}
+	if got := h.e.metrics.clientAddrInvalid.N; got != 40 {
+		t.Errorf("weir_client_address_invalid_total %d, want 40", got)
+	}
+	// A client with an address of its own has a bucket of its own, and is no invalid one.
+	wantCode(t, "a valid address", doFront(t, h, "GET", "http://example.com/a", "X-Client", "192.0.2.50"), 200)
+	if got := h.e.metrics.clientAddrInvalid.N; got != 40 {
+		t.Errorf("weir_client_address_invalid_total %d after a valid address, want 40", got)
+	}
+	var text bytes.Buffer
+	if err := writeMetrics(h.e, &text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "\nweir_client_address_invalid_total 40\n") {
+		t.Errorf("metrics hold no weir_client_address_invalid_total 40:\n%s", text.String())
+	}
+	documented, err := fixture.DocTable("docs/operations.md", "Metrics", "| metric | type | what |")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cells, ok := documented["weir_client_address_invalid_total"]; !ok || cells[1] != "counter" {
+		t.Errorf("docs/operations.md's Metrics: row %q, want one for the counter weir_client_address_invalid_total", cells)
+	}
+}
+
+// TestBudgetHostSpellings: every spelling of a host that Traefik routes alike spends the
+// host's one bucket.
+func TestBudgetHostSpellings(t *testing.T) {
+	clock := newFakeClock()
+	s := Settings{Now: clock.Now, Log: discardLog, Budgets: BudgetSettings{Host: budget.Rate{N: 1, Per: time.Minute}}}
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=600"})
+	h := newTestHandler(t, s, o)
+	wantCode(t, "first", doFront(t, h, "GET", "http://example.com/x"), 200)
+	for _, host := range []string{"EXAMPLE.com", "example.com.", "example.com:1", "Example.COM:8080"} {
+		r := newRequest("GET", "http://example.com/x")
+		r.Host = host
+		w := httptest.NewRecorder()
+		h.Front().ServeHTTP(w, r)
+		wantCode(t, host, w, http.StatusTooManyRequests)
+	}
+	wantCode(t, "another host", doFront(t, h, "GET", "http://other.example/x"), 200)
 }
 
 // TestBudgetIPv6Shares: two addresses of one /64 spend one bucket.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/budget"
+	"github.com/weirproxy/weir/core/hostkey"
 )
 
 // Pacing an origin (pacing): the requests that reach a paced host or domain are spaced
@@ -234,15 +235,13 @@ func (p *pacing) entries() []paceEntry {
 }
 
 // paceOf is host's entry in the paces in force: its own, else that of the nearest domain
-// above it; nil for none. It runs for every pass-through request while pacing is on, so it
-// makes few calls: the table is loaded here rather than by a call of paces, and a port is
-// cut by hand rather than with net.SplitHostPort, whose error allocates.
+// above it; nil for none. host is taken in any spelling Traefik routes alike (its key is
+// hostkey.Canonical's, which allocates nothing for a host already canonical). It runs for
+// every pass-through request while pacing is on, so it makes few calls: the table is loaded
+// here rather than by a call of paces.
 func paceOf(p *pacing, host string) *budget.Table {
 	t := p.current.Load().(*paceTable)
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host[i:], ']') < 0 {
-		host = host[:i]
-	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	host = hostkey.Canonical(host)
 	for {
 		if tb := t.byName[host]; tb != nil {
 			return tb

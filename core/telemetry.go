@@ -48,6 +48,9 @@ type engineMetrics struct {
 	anomalies     *metrics.Counter
 	// bodyIdle counts clients cut for pausing their request body (clients.bodyIdle).
 	bodyIdle *metrics.Counter
+	// clientAddrInvalid counts requests whose budgets.clientSource field held no address,
+	// counted as their connection's address.
+	clientAddrInvalid *metrics.Counter
 	// warm counts warm URLs by result (warmResults).
 	warm []*metrics.Counter
 	// origin is the origin's time to answer, by the state of the breaker that let the
@@ -98,6 +101,9 @@ func newEngineMetrics(name string) (*engineMetrics, error) {
 		return nil, err
 	}
 	if m.bodyIdle, err = r.Counter("weir_client_body_idle_total", "Clients whose connection was cut for pausing their request body longer than clients.bodyIdle."); err != nil {
+		return nil, err
+	}
+	if m.clientAddrInvalid, err = r.Counter("weir_client_address_invalid_total", "Requests whose client address field (budgets.clientSource) held no IP address: their budget was counted under the connection's address."); err != nil {
 		return nil, err
 	}
 	if m.warm, err = r.CounterFamily("weir_warm_total", "URLs warming went through, by result: stored, fresh (stored already), unstored, failed (not 2xx or 3xx, or no answer), refused (by the origin gate), busy (a fetch under way), timeout (left at warm.timeout).",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -90,7 +91,13 @@ func mrWantOneAnomaly(t *testing.T, tr *Traefik, mw, path string, throttled bool
 		return
 	}
 	t.Logf("%s: %s", mw, lines[0])
-	partition := "partition=http://" + strings.TrimPrefix(tr.WebURL, "http://") + path + " "
+	// The partition holds the host's canonical key, without the port the client sent
+	// (core/hostkey).
+	host, _, err := net.SplitHostPort(strings.TrimPrefix(tr.WebURL, "http://"))
+	if err != nil {
+		t.Fatalf("Traefik's address %q: %v", tr.WebURL, err)
+	}
+	partition := "partition=http://" + host + path + " "
 	for _, want := range []string{partition, "varying=cb ", "throttled=" + strconv.FormatBool(throttled)} {
 		if !strings.Contains(lines[0], want) {
 			t.Errorf("%s: anomaly line lacks %q", mw, want)

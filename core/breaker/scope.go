@@ -2,10 +2,10 @@ package breaker
 
 import (
 	"fmt"
-	"net"
 	"sort"
 	"strings"
 
+	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/setting"
 )
 
@@ -18,8 +18,10 @@ var secondLevels = map[string]bool{
 // ScopeKey returns the key of the breaker that guards fetches to host under scope:
 //
 //   - ScopeEngine (and any value other than those below): "", one breaker for the engine.
-//   - ScopeHost, and the empty scope (the default, as in ParseScope): the host in ASCII lower case, without port or trailing dots; an IPv4 literal
-//     as is, an IPv6 literal in its shortest form between brackets ("[2001:db8::1]").
+//   - ScopeHost, and the empty scope (the default, as in ParseScope): the host's canonical
+//     key, as every protection counts it (hostkey.Canonical): ASCII lower case, without port
+//     or trailing dots; an IPv4 literal as is, an IPv6 literal in its shortest form between
+//     brackets ("[2001:db8::1]").
 //   - ScopeDomain: the registrable domain of the host, so that a.example.co.uk and
 //     b.example.co.uk share one breaker. IP literals, and names whose last label is all
 //     digits, are kept whole. Otherwise the key is the last two labels, or the last three
@@ -36,51 +38,15 @@ var secondLevels = map[string]bool{
 func ScopeKey(scope, host string) string {
 	switch scope {
 	case ScopeHost, "":
-		return hostKey(host)
+		return hostkey.Canonical(host)
 	case ScopeDomain:
-		return domainKey(hostKey(host))
+		return domainKey(hostkey.Canonical(host))
 	}
 	return ""
 }
 
-// hostKey normalises an authority's host: ASCII lower case, port and trailing dots dropped,
-// IP literals in canonical form. Anything it cannot make sense of is kept, lower-cased, so
-// that odd hosts still get a breaker of their own.
-func hostKey(host string) string {
-	h := lowerASCII(host)
-	if strings.HasPrefix(h, "[") {
-		if end := strings.IndexByte(h, ']'); end > 0 {
-			inner := h[1:end]
-			if ip := net.ParseIP(inner); ip != nil {
-				return ipKey(ip)
-			}
-			return h[:end+1]
-		}
-	}
-	switch strings.Count(h, ":") {
-	case 0:
-		return strings.TrimRight(h, ".")
-	case 1:
-		// host:port
-		return strings.TrimRight(h[:strings.IndexByte(h, ':')], ".")
-	}
-	// Several colons and no brackets: a bare IPv6 literal, which carries no port.
-	h = strings.TrimRight(h, ".")
-	if ip := net.ParseIP(h); ip != nil {
-		return ipKey(ip)
-	}
-	return h
-}
-
-// ipKey returns an IPv4 address in dotted form and an IPv6 address in brackets.
-func ipKey(ip net.IP) string {
-	if ip.To4() != nil {
-		return ip.String()
-	}
-	return "[" + ip.String() + "]"
-}
-
-// domainKey returns the registrable domain of a host already normalised by hostKey.
+// domainKey returns the registrable domain of a host already in canonical form
+// (hostkey.Canonical).
 func domainKey(h string) string {
 	// Colons or brackets: an IP literal, or no domain name at all.
 	if strings.ContainsAny(h, ":[]") {
@@ -122,24 +88,6 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
-}
-
-// lowerASCII lower-cases ASCII letters only: host names on the wire are ASCII and compared
-// case-insensitively (RFC 9110 section 4.2.3); other bytes are left alone, so the result is
-// stable when applied again.
-func lowerASCII(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 'A' && c <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if b[j] >= 'A' && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
 }
 
 // MaxPaths bounds breaker.paths: each request's path is compared with every prefix.

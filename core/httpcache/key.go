@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/weirproxy/weir/core/entry"
+	"github.com/weirproxy/weir/core/hostkey"
 )
 
 // Keyer turns requests into cache keys: scheme, host, path and query, with the operator's
@@ -33,24 +34,54 @@ func NewKeyer(queryDrop []string) Keyer {
 	return k
 }
 
-// Partition is the part of r's key without the query: the unit that the limiter and the
-// miss-rate detector count by. The host is taken as the client sent it: case variants of a
-// host are distinct keys, which costs a miss, never a wrong answer, and keeps the hit path
-// free of a lowercasing.
+// Partition is r's partition: the unit the limiter and the miss-rate detector count by,
+// scheme, host and path without the query, with the host in canonical form
+// (hostkey.Canonical), so that EXAMPLE.com, example.com. and example.com:1, which Traefik
+// routes alike, share one partition and one share of the origin's slots. The cache key does
+// not: it keeps the host as sent (Keyer.Key).
 func Partition(r *http.Request) string {
+	path := requestPath(r)
+	host := hostkey.Canonical(r.Host)
+	if r.TLS == nil {
+		return "http://" + host + path
+	}
+	return "https://" + host + path
+}
+
+// PartitionOf is the partition of a cache key: the key up to its query, with its host in
+// canonical form, as Partition makes it for the key's request. A key whose host is already
+// canonical gives a part of itself, without a copy.
+func PartitionOf(key string) string {
+	if i := strings.IndexByte(key, '?'); i >= 0 {
+		key = key[:i]
+	}
+	// The host runs from the scheme's "//" to the path's "/": a Host holds neither.
+	start := strings.Index(key, "//")
+	if start < 0 {
+		return key
+	}
+	start += 2
+	end := len(key)
+	if i := strings.IndexByte(key[start:], '/'); i >= 0 {
+		end = start + i
+	}
+	host := key[start:end]
+	if c := hostkey.Canonical(host); c != host {
+		return key[:start] + c + key[end:]
+	}
+	return key
+}
+
+// keyPartition is the cache key's part without the query: scheme, host as sent and path.
+// The host is taken as the client sent it: an answer built for example.com:1 is never
+// served to example.com, which the origin may answer otherwise; spellings of a host cost a
+// miss each, never a wrong answer, and the hit path is spared a lowercasing.
+func keyPartition(r *http.Request) string {
 	path := requestPath(r)
 	if r.TLS == nil {
 		return "http://" + r.Host + path
 	}
 	return "https://" + r.Host + path
-}
-
-// PartitionOf is the partition of a cache key: the key up to its query.
-func PartitionOf(key string) string {
-	if i := strings.IndexByte(key, '?'); i >= 0 {
-		return key[:i]
-	}
-	return key
 }
 
 // requestPath is the path as the client escaped it. It comes from RequestURI, which Traefik's
@@ -68,14 +99,15 @@ func requestPath(r *http.Request) string {
 	return r.URL.EscapedPath()
 }
 
-// Key returns the cache key of r: its partition and its normalised query. The engine's hit
+// Key returns the cache key of r: its scheme, its host as sent, its path and its normalised
+// query. The engine's hit
 // path builds the same key inline for requests without a query, from RequestURI whole.
 //
 // `/p?` and `/p` are two keys: RFC 3986 section 6.2.3 keeps an empty query apart from none,
 // and an origin may answer them differently. Only the operator's key.queryDrop may make a
 // query vanish from the key.
 func (k Keyer) Key(r *http.Request) string {
-	part := Partition(r)
+	part := keyPartition(r)
 	if r.URL.RawQuery == "" {
 		if r.URL.ForceQuery || strings.IndexByte(r.RequestURI, '?') >= 0 {
 			return part + "?"

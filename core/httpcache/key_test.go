@@ -63,6 +63,55 @@ func TestKeyIgnoresRewriteHeaders(t *testing.T) {
 	}
 }
 
+// The spellings of a host that Traefik routes to one router share one partition, so that
+// the limiter and the miss-rate detector count them as one; each keeps a cache key of its
+// own, so that an answer fetched for one never answers another.
+func TestHostSpellingsSharePartitionNotKey(t *testing.T) {
+	k := NewKeyer(nil)
+	keys := map[string]string{}
+	for _, host := range []string{"example.com", "EXAMPLE.com", "example.com.", "example.com:1", "Example.COM:8080"} {
+		r := httptest.NewRequest(http.MethodGet, "http://example.com/p?a=1", nil)
+		r.Host = host
+		key := k.Key(r)
+		if want := "http://" + host + "/p?a=1"; key != want {
+			t.Errorf("Host %q: key %q, want %q (the host as sent)", host, key, want)
+		}
+		if other, ok := keys[key]; ok {
+			t.Errorf("Hosts %q and %q share the key %q", host, other, key)
+		}
+		keys[key] = host
+		if got, want := Partition(r), "http://example.com/p"; got != want {
+			t.Errorf("Host %q: Partition %q, want %q", host, got, want)
+		}
+		if got, want := PartitionOf(key), "http://example.com/p"; got != want {
+			t.Errorf("Host %q: PartitionOf(%q) = %q, want %q", host, key, got, want)
+		}
+	}
+}
+
+func TestPartitionOf(t *testing.T) {
+	tests := []struct {
+		desc string
+		key  string
+		want string
+	}{
+		{desc: "canonical, no query", key: "http://example.com/p", want: "http://example.com/p"},
+		{desc: "query cut", key: "https://example.com/p?a=1", want: "https://example.com/p"},
+		{desc: "empty query cut", key: "http://example.com/p?", want: "http://example.com/p"},
+		{desc: "host lowered, port cut", key: "http://EXAMPLE.com:8080/a/b?x", want: "http://example.com/a/b"},
+		{desc: "IPv6 with port", key: "http://[::1]:80/p", want: "http://[::1]/p"},
+		{desc: "no path", key: "http://Example.com", want: "http://example.com"},
+		{desc: "no scheme", key: "Example.com/p", want: "Example.com/p"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := PartitionOf(tc.key); got != tc.want {
+				t.Errorf("PartitionOf(%q) = %q, want %q", tc.key, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestNormalizeQueryWithoutDrop(t *testing.T) {
 	k := NewKeyer(nil)
 	tests := []struct {
