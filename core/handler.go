@@ -265,9 +265,12 @@ func queryHit(h *Handler, r *http.Request, key, ru string) bool {
 		return false
 	}
 	// key ends with "?" + q: what stands before it is the partition when the host is
-	// canonical, as it mostly is; the key holds the host as sent, the partition its key.
+	// canonical, as it mostly is; the key holds the host as sent, the partition its key. Whether
+	// the host is canonical is tested here (hostkey.Suspect), not by a call to Canonical,
+	// whose frame would cost every query hit under Yaegi.
 	part := key[:len(key)-len(q)-1]
-	if hostkey.Canonical(r.Host) != r.Host {
+	if host := r.Host; len(host) > hostkey.MaxLen || host != "" && host[len(host)-1] == '.' ||
+		strings.IndexAny(host, hostkey.Suspect) >= 0 {
 		part = httpcache.PartitionOf(key)
 	}
 	missrate.Hit(h.missRate, part)

@@ -29,9 +29,12 @@ const MaxLen = 253
 // allows, nor a new one with each request. No host holds '<'.
 const Long = "<long>"
 
-// special holds the bytes after which a host may not be in canonical form: upper-case
-// letters, the port's colon and an IPv6 literal's colons and bracket.
-const special = "ABCDEFGHIJKLMNOPQRSTUVWXYZ:["
+// Suspect holds the bytes after which a host may not be in canonical form: upper-case
+// letters, the port's colon and an IPv6 literal's colons and bracket. A host holding none of
+// them, no longer than MaxLen and not ending in a dot is its own key: a caller on a hot path
+// may test that itself, with one call into strings, rather than pay an interpreted call to
+// Canonical under Yaegi.
+const Suspect = "ABCDEFGHIJKLMNOPQRSTUVWXYZ:["
 
 // Canonical returns host's key: ASCII lower case, without port or trailing dots, an IPv4
 // address in dotted form (an IPv4-mapped IPv6 address too), an IPv6 address in its shortest
@@ -43,7 +46,7 @@ const special = "ABCDEFGHIJKLMNOPQRSTUVWXYZ:["
 // of every request that reaches a protection, and Yaegi runs it (one call into strings).
 func Canonical(host string) string {
 	n := len(host)
-	if n == 0 || n <= MaxLen && host[n-1] != '.' && strings.IndexAny(host, special) < 0 {
+	if n == 0 || n <= MaxLen && host[n-1] != '.' && strings.IndexAny(host, Suspect) < 0 {
 		return host
 	}
 	return canonicalSlow(host)
