@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/admin"
+	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -70,15 +71,21 @@ func (o operator) Purge(ctx context.Context, p admin.Purge) (int, error) {
 		if strings.ContainsAny(host, "/ ?#") {
 			return 0, fmt.Errorf("host: %q is not a host name", p.Host)
 		}
+		// The host with every port, unless the operator named one.
+		anyPort := !strings.Contains(strings.TrimPrefix(host, "["), "]:") && (strings.HasPrefix(host, "[") || !strings.Contains(host, ":"))
 		var prefixes []string
 		for _, scheme := range []string{"http://", "https://"} {
-			// The host with every port, unless the operator named one.
 			prefixes = append(prefixes, scheme+host+"/")
-			if !strings.Contains(strings.TrimPrefix(host, "["), "]:") && (strings.HasPrefix(host, "[") || !strings.Contains(host, ":")) {
+			if anyPort {
 				prefixes = append(prefixes, scheme+host+":")
 			}
 		}
-		return purgePrefixes(e, ctx, prefixes)
+		n, err := purgePrefixes(e, ctx, prefixes)
+		if err != nil || !anyPort {
+			return n, err
+		}
+		m, err := purgeSpellings(e, ctx, host)
+		return n + m, err
 	case p.All:
 		// Cached answers only: the store's keys of Weir's own (shared breaker deadlines)
 		// start with no scheme. Then warm.paths are fetched again (warm.go).
@@ -89,6 +96,54 @@ func (o operator) Purge(ctx context.Context, p admin.Purge) (int, error) {
 		return n, err
 	}
 	return 0, fmt.Errorf("purge: nothing named")
+}
+
+// purgeSpellings drops what a purge of host by prefixes leaves: the answers stored under
+// other spellings of it (EXAMPLE.com, example.com.), which Traefik routes as host and the
+// cache keeps apart, its key holding the host as sent. Every key whose host has host's
+// canonical key (hostkey.Canonical) goes: from this instance's memory, and from a shared
+// store through a SCAN whose glob matches the host's letters in either case.
+func purgeSpellings(e *engine, ctx context.Context, host string) (int, error) {
+	canon := hostkey.Canonical(host)
+	match := func(key string) bool {
+		if !strings.HasPrefix(key, "http://") && !strings.HasPrefix(key, "https://") {
+			return false
+		}
+		h, _ := splitKey(key)
+		return hostkey.Canonical(h) == canon
+	}
+	n := 0
+	if e.hot != nil {
+		n = e.hot.DeleteFunc(match)
+	}
+	sw, ok := e.store.(sweeper)
+	if !ok {
+		return n, nil
+	}
+	m, err := sw.sweep(ctx, "http*://"+caseGlob(canon)+"*", match)
+	return n + m, err
+}
+
+// caseGlob is a glob (SCAN's MATCH syntax) matching name whatever the case of its ASCII
+// letters: "Ab." gives "[aA][bB].". An IPv6 literal, whose spellings differ in more than
+// case, gives "\[" and leaves the rest to the caller's own test.
+func caseGlob(name string) string {
+	if strings.HasPrefix(name, "[") {
+		return `\[`
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z':
+			b.WriteString("[" + string(c) + string(c-'a'+'A') + "]")
+		case c == '*' || c == '?' || c == '[' || c == ']' || c == '\\':
+			b.WriteString(`\` + string(c))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func purgePrefixes(e *engine, ctx context.Context, prefixes []string) (int, error) {

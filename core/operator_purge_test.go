@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/weirproxy/weir/internal/redistest"
 )
 
 // TestAdminPurge: each kind of purge drops what it names, and only that.
@@ -14,6 +16,8 @@ func TestAdminPurge(t *testing.T) {
 		"http://a.example.com/pq",
 		"http://a.example.com/static/app.js",
 		"http://a.example.com:8080/p",
+		"http://A.EXAMPLE.com/up",
+		"http://a.example.com./dot",
 		"http://b.example.com/p",
 		"http://b.example.com/tagged",
 	}
@@ -29,9 +33,12 @@ func TestAdminPurge(t *testing.T) {
 			gone: []string{"http://a.example.com/p?x=1"}},
 		{desc: "a prefix", body: `{"prefix":"http://a.example.com/p"}`,
 			gone: []string{"http://a.example.com/p", "http://a.example.com/p?x=1", "http://a.example.com/pq"}},
-		{desc: "a host, every port", body: `{"host":"A.example.com"}`,
+		{desc: "a host, every port and spelling", body: `{"host":"A.example.com"}`,
 			gone: []string{"http://a.example.com/p", "http://a.example.com/p?x=1", "http://a.example.com/pq",
-				"http://a.example.com/static/app.js", "http://a.example.com:8080/p"}},
+				"http://a.example.com/static/app.js", "http://a.example.com:8080/p", "http://A.EXAMPLE.com/up",
+				"http://a.example.com./dot"}},
+		{desc: "a host and a port", body: `{"host":"a.example.com:8080"}`,
+			gone: []string{"http://a.example.com:8080/p"}},
 		{desc: "a tag", body: `{"tag":"product-42"}`,
 			gone: []string{"http://b.example.com/tagged", "http://a.example.com/static/app.js"}},
 		{desc: "everything", body: `{"all":true}`, gone: urls},
@@ -84,6 +91,43 @@ func TestAdminPurgeErrors(t *testing.T) {
 		w := adminDo(t, h, "POST", "http://example.com/_weir/api/purge", body, adminToken)
 		if w.Code != http.StatusBadRequest {
 			t.Errorf("purge %s: status %d, want 400", body, w.Code)
+		}
+	}
+}
+
+// TestPurgeHostSpellingsShared: with a shared store, a purge of a host drops its answers
+// stored under every spelling Traefik routes as that host, from Redis as well as from
+// memory, and leaves other hosts' and a longer name's.
+func TestPurgeHostSpellingsShared(t *testing.T) {
+	srv := redistest.Start(t, redistest.Config{})
+	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=600"}, "page")
+	h := mustNew(t, uniqueEngineName(t), adminSettings(Settings{Now: newFakeClock().Now, Log: discardLog,
+		StoreURL: "redis://" + srv.Addr}), o)
+	for _, u := range []string{"http://example.com/a", "http://EXAMPLE.com/b", "http://Example.COM:8080/c",
+		"http://example.com./d", "https://eXample.com/e", "http://example.com.au/f", "http://other.com/g"} {
+		wantCode(t, u, do(t, h, "GET", u), 200)
+	}
+	w := adminDo(t, h, "POST", "http://example.com/_weir/api/purge", `{"host":"example.com"}`, adminToken)
+	wantCode(t, "purge", w, 200)
+	want := []string{"http://example.com.au/f", "http://other.com/g"}
+	if got := storedKeys(t, srv); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("stored after purging example.com: %q, want %q", got, want)
+	}
+	calls := o.callCount()
+	wantCode(t, "a purged spelling again", do(t, h, "GET", "http://EXAMPLE.com/b"), 200)
+	wantCalls(t, o, calls+1)
+}
+
+func TestCaseGlob(t *testing.T) {
+	tests := []struct{ desc, name, want string }{
+		{desc: "letters and a dot", name: "ab.c", want: "[aA][bB].[cC]"},
+		{desc: "digits and a hyphen", name: "a-1", want: "[aA]-1"},
+		{desc: "glob characters escaped", name: "a*?]", want: `[aA]\*\?\]`},
+		{desc: "an IPv6 literal", name: "[::1]", want: `\[`},
+	}
+	for _, tt := range tests {
+		if got := caseGlob(tt.name); got != tt.want {
+			t.Errorf("%s: caseGlob(%q) = %q, want %q", tt.desc, tt.name, got, tt.want)
 		}
 	}
 }

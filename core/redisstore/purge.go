@@ -323,24 +323,11 @@ func (s *Store) purgeSetCluster(ctx context.Context, set string) (int, error) {
 // primary. The index's own sets are deleted when they match (only "" and prefixes
 // beginning with a NUL byte reach them), but not counted.
 func (s *Store) PurgePrefix(ctx context.Context, prefix string) (int, error) {
-	match := globEscaper.Replace(s.prefix+prefix) + "*"
-	if s.cluster == nil {
-		n, err := s.scanPurge(ctx, match, nil, nil)
-		if err != nil {
-			return n, fmt.Errorf("redis purge prefix: %w", err)
-		}
-		return n, nil
-	}
-	total := 0
-	err := s.eachPrimary(func(c redis.Conn) error {
-		n, err := s.scanPurge(ctx, match, c, nil)
-		total += n
-		return err
-	})
+	n, err := s.scanAll(ctx, globEscaper.Replace(s.prefix+prefix)+"*", nil)
 	if err != nil {
-		return total, fmt.Errorf("redis purge prefix: %w", err)
+		return n, fmt.Errorf("redis purge prefix: %w", err)
 	}
-	return total, nil
+	return n, nil
 }
 
 // Sweep deletes the entries whose cache keys match the glob match (SCAN's MATCH syntax,
@@ -353,24 +340,27 @@ func (s *Store) Sweep(ctx context.Context, match string, drop func(key string) b
 	if drop == nil {
 		drop = func(string) bool { return true }
 	}
-	full := globEscaper.Replace(s.prefix) + match
+	n, err := s.scanAll(ctx, globEscaper.Replace(s.prefix)+match, drop)
+	if err != nil {
+		return n, fmt.Errorf("redis sweep: %w", err)
+	}
+	return n, nil
+}
+
+// scanAll deletes what scanPurge finds for the glob match (the store's keys, prefix
+// included) and drop keeps, on the one server or on every primary of a cluster, and
+// returns how many it deleted, with what it deleted before an error.
+func (s *Store) scanAll(ctx context.Context, match string, drop func(key string) bool) (int, error) {
 	if s.cluster == nil {
-		n, err := s.scanPurge(ctx, full, nil, drop)
-		if err != nil {
-			return n, fmt.Errorf("redis sweep: %w", err)
-		}
-		return n, nil
+		return s.scanPurge(ctx, match, nil, drop)
 	}
 	total := 0
 	err := s.eachPrimary(func(c redis.Conn) error {
-		n, err := s.scanPurge(ctx, full, c, drop)
+		n, err := s.scanPurge(ctx, match, c, drop)
 		total += n
 		return err
 	})
-	if err != nil {
-		return total, fmt.Errorf("redis sweep: %w", err)
-	}
-	return total, nil
+	return total, err
 }
 
 // sweptOnly keeps of keys (as SCAN returned them, with the key prefix) the entries, never
