@@ -217,9 +217,6 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err := keepBudgets(e, old, s); err != nil {
 		return nil, err
 	}
-	if err := keepAdmission(e, old, s); err != nil {
-		return nil, err
-	}
 	keepWarmer(e, old, s)
 	keepAdminBrake(e, old)
 	e.anomalies = old.anomalies
@@ -238,9 +235,14 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err := keepPacing(e, old, s); err != nil {
 		return nil, err
 	}
+	// Last of what may fail (keepAdmission).
+	if err := keepAdmission(e, old, s); err != nil {
+		return nil, err
+	}
 	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s paths=%q ignore429=%v", e.fingerprint+e.breakerConf+e.negConf+e.missConf+e.budgetConf+e.paceConf+e.admitConf+e.warmConf,
 		s.Limiter, s.AdminPath, s.LogFormat, e.breakerPaths, s.BreakerIgnoreStatus429)
 	registry.engines[name] = e
+	dropAdmission(e, old)
 	if base := s.AdminPath; base != "" && e.adminSwept != base && e.mem == nil {
 		e.adminSwept = base
 		e.adminSweep = make(chan struct{})

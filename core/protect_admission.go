@@ -49,9 +49,12 @@ type AdmissionSettings struct {
 	// Protect lists path prefixes taken even past the limit: the health check. admin.path
 	// is always protected.
 	Protect []string
-	// Lag reads the scheduler lag (tests). Nil: the process's 10ms ticker
-	// (admit.SchedulerLag).
+	// Lag reads the scheduler lag (tests). Nil: LagSampler's.
 	Lag func() time.Duration
+	// LagSampler samples the scheduler lag (tests). Nil: the process's one 10ms ticker
+	// (admit.ProcessLag), shared by every middleware and asleep while none of them has a
+	// request in flight.
+	LagSampler *admit.LagSampler
 }
 
 // newAdmission builds the controller of s, or nil when admission is off.
@@ -59,12 +62,12 @@ func newAdmission(s AdmissionSettings) (*admit.Controller, error) {
 	if s.KneeInFlight == 0 {
 		return nil, nil
 	}
-	lag := s.Lag
-	if lag == nil {
-		lag = admit.SchedulerLag
+	sampler := s.LagSampler
+	if sampler == nil && s.Lag == nil {
+		sampler = admit.ProcessLag()
 	}
 	c, err := admit.New(admit.Settings{KneeInFlight: s.KneeInFlight, HostKneeInFlight: s.HostKneeInFlight,
-		LagKnee: s.LagKnee, LagLimit: s.LagLimit, Lag: lag})
+		LagKnee: s.LagKnee, LagLimit: s.LagLimit, Lag: s.Lag, Sampler: sampler})
 	if err != nil {
 		return nil, fmt.Errorf("%w: admission.%v", ErrSettings, err)
 	}
@@ -73,7 +76,7 @@ func newAdmission(s AdmissionSettings) (*admit.Controller, error) {
 
 // admissionConf names what a reload must keep to keep the controller.
 func admissionConf(s AdmissionSettings) string {
-	return fmt.Sprintf(" admission=%d/%d/%s/%s/%t", s.KneeInFlight, s.HostKneeInFlight, s.LagKnee, s.LagLimit, s.Lag != nil)
+	return fmt.Sprintf(" admission=%d/%d/%s/%s/%t/%p", s.KneeInFlight, s.HostKneeInFlight, s.LagKnee, s.LagLimit, s.Lag != nil, s.LagSampler)
 }
 
 // admitted serves r when admission takes it, answers 503 when it does not. A host's share
@@ -106,7 +109,9 @@ func refuseAdmission(h *Handler, w http.ResponseWriter, r *http.Request, why *re
 }
 
 // keepAdmission gives e the admission controller of s: old's when its settings are the same,
-// so that a reload keeps what it learned of the hosts and names in flight.
+// so that a reload keeps what it learned of the hosts and names in flight. The last step of
+// engineFor that may fail: a new controller holds the process's lag sampler, which an engine
+// never registered would never release.
 func keepAdmission(e, old *engine, s Settings) error {
 	var err error
 	e.admitConf = admissionConf(s.Admission)
@@ -116,4 +121,13 @@ func keepAdmission(e, old *engine, s Settings) error {
 		return err
 	}
 	return nil
+}
+
+// dropAdmission closes old's admission controller once e, registered in its place, no longer
+// uses it: the last controller closed stops the lag sampler. Handlers of old's configuration
+// still serving see no lag.
+func dropAdmission(e, old *engine) {
+	if old.admission != nil && old.admission != e.admission {
+		old.admission.Close()
+	}
 }

@@ -1,6 +1,8 @@
 // Package admit is Weir's admission control: it decides, as a request's head arrives,
 // whether the process is too busy to take it, from two signals: the requests in flight
-// through the middleware, and scheduler lag (how late a ticker fires).
+// through the middleware, and scheduler lag (how late a ticker fires). The process has one
+// lag sampler (ProcessLag), shared by every Controller and asleep while none has a request
+// in flight (LagSampler).
 //
 // Under the knee (KneeInFlight in flight, LagKnee of lag) every request is taken. Past it,
 // a host holding more than its share (HostKneeInFlight) is refused, and so is a name the
@@ -17,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/setting"
@@ -65,8 +68,12 @@ type Settings struct {
 	// DefaultLagKnee (10ms), DefaultLagLimit (50ms).
 	LagKnee  time.Duration
 	LagLimit time.Duration
-	// Lag reads the scheduler lag now. Nil: no lag signal.
+	// Lag reads the scheduler lag now (tests). Nil: Sampler's.
 	Lag func() time.Duration
+	// Sampler is the scheduler-lag sampler the Controller reads and counts its requests in
+	// flight in (ProcessLag: the process's): New acquires it, Close releases it. Nil, with
+	// Lag nil: no lag signal.
+	Sampler *LagSampler
 	// MaxNames bounds the names remembered as seen under the knee. Zero: DefaultMaxNames.
 	MaxNames int
 }
@@ -112,9 +119,13 @@ func (s Settings) withDefaults() Settings {
 // use.
 type Controller struct {
 	s Settings
+	// lag is s.Sampler, read on every request.
+	lag *LagSampler
 
-	// mu guards inFlight, byHost and names.
+	// mu guards inFlight, byHost, names and held.
 	mu sync.Mutex
+	// held is true while the Controller holds its acquisition of lag: until Close.
+	held bool
 	// inFlight is every request taken and not yet left: a request refused never counts,
 	// so that a flood of refused requests cannot push the count past the limit.
 	inFlight int
@@ -129,7 +140,24 @@ func New(s Settings) (*Controller, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	return &Controller{s: s.withDefaults(), byHost: make(map[string]int), names: make(map[string]bool)}, nil
+	c := &Controller{s: s.withDefaults(), lag: s.Sampler, byHost: make(map[string]int), names: make(map[string]bool)}
+	if c.lag != nil {
+		c.lag.Acquire()
+		c.held = true
+	}
+	return c, nil
+}
+
+// Close releases the lag sampler: the last Controller to close stops it. Requests in flight
+// still Leave; Enter reads a lag of zero. Closing twice is closing once.
+func (c *Controller) Close() {
+	c.mu.Lock()
+	held := c.held
+	c.held = false
+	c.mu.Unlock()
+	if held {
+		c.lag.Release()
+	}
 }
 
 // Enter decides on a request for host, under a protected path prefix or not, and counts it
@@ -140,6 +168,9 @@ func Enter(c *Controller, host string, protected bool) int {
 	var lag time.Duration
 	if c.s.Lag != nil {
 		lag = c.s.Lag()
+	} else if c.lag != nil {
+		// Written out: a method call costs Yaegi a reflective wrapper.
+		lag = time.Duration(atomic.LoadInt64(&c.lag.lag))
 	}
 	c.mu.Lock()
 	// n counts the request itself.
@@ -169,6 +200,10 @@ func Enter(c *Controller, host string, protected bool) int {
 		c.byHost[host]++
 	}
 	c.mu.Unlock()
+	// The sampler sleeps while nothing is in flight: the request that ends the idle wakes it.
+	if verdict == Admitted && c.lag != nil && atomic.AddInt64(&c.lag.inFlight, 1) == 1 {
+		wakeUp(c.lag)
+	}
 	return verdict
 }
 
@@ -182,6 +217,9 @@ func Leave(c *Controller, host string) {
 		delete(c.byHost, host)
 	}
 	c.mu.Unlock()
+	if c.lag != nil {
+		atomic.AddInt64(&c.lag.inFlight, -1)
+	}
 }
 
 // InFlight is the requests in flight now.
