@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/core/admit"
 )
 
 // TestAdmission: past the knee of requests in flight, the host holding more than its share
@@ -74,5 +76,91 @@ func TestAdmission(t *testing.T) {
 	}
 	if got := h.e.metrics.shed[shedIndex(t, reasonAdmissionHost.name)].N; got != 1 {
 		t.Errorf("shed admission-host counted %d, want 1", got)
+	}
+}
+
+// TestAdmissionOneLagSampler: every middleware with admission reads the process's one lag
+// sampler; a sampler is held by each engine's controller across reloads that keep it, handed
+// from the old controller to the new by reloads that replace it, stops ticking while no
+// request is in flight, and stops for good when the last engine using it turns admission off.
+func TestAdmissionOneLagSampler(t *testing.T) {
+	o := newScriptOrigin(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write([]byte("ok"))
+	})
+	procA := newTestHandler(t, Settings{Log: discardLog, Admission: AdmissionSettings{KneeInFlight: 8}}, o)
+	procB := newTestHandler(t, Settings{Log: discardLog, Admission: AdmissionSettings{KneeInFlight: 9}}, o)
+	if procA.admission.Sampler() != admit.ProcessLag() || procB.admission.Sampler() != admit.ProcessLag() {
+		t.Errorf("two middlewares' samplers: %p and %p, want the process's %p",
+			procA.admission.Sampler(), procB.admission.Sampler(), admit.ProcessLag())
+	}
+
+	starts := make(chan chan time.Time, 16)
+	stops := make(chan struct{}, 16)
+	// The parameter named: Yaegi v0.16.1 calls a func literal with an unnamed parameter, from
+	// another package, with its results shifted (a Duration set into the channel).
+	l := admit.NewLagSampler(admit.LagSettings{Ticker: func(every time.Duration) (<-chan time.Time, func()) {
+		c := make(chan time.Time)
+		starts <- c
+		return c, func() { stops <- struct{}{} }
+	}})
+	settings := func(knee int) Settings {
+		return Settings{Log: discardLog, Admission: AdmissionSettings{KneeInFlight: knee, LagKnee: time.Hour, LagLimit: time.Hour, LagSampler: l}}
+	}
+	users := func(what string, want int) {
+		t.Helper()
+		if got := l.Users(); got != want {
+			t.Errorf("%s: %d controllers hold the sampler, want %d", what, got, want)
+		}
+	}
+	nameA, nameB := uniqueEngineName(t), uniqueEngineName(t)
+	a := mustNew(t, nameA, settings(8), o)
+	mustNew(t, nameB, settings(8), o)
+	users("two middlewares", 2)
+	if !l.Sleeping() {
+		t.Errorf("nothing in flight: the sampler ticks")
+	}
+
+	o.hold(1)
+	first := serveAsync(a.Front(), newRequest("GET", "http://a.test/x"))
+	o.waitEntered(t, 1)
+	var ticks chan time.Time
+	select {
+	case c := <-starts:
+		ticks = c
+	case <-time.After(5 * time.Second):
+		t.Fatalf("a request in flight: no ticker started: hangs")
+	}
+	if l.InFlight() != 1 {
+		t.Errorf("in flight: %d, want 1", l.InFlight())
+	}
+	o.release(1)
+	wantCode(t, "the request that woke the sampler", awaitAnswer(t, first), 200)
+	now := time.Now()
+	select {
+	case ticks <- now:
+		select {
+		case <-stops:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("a tick with nothing in flight: the ticker is not stopped: hangs")
+		}
+	case <-stops:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("nothing in flight: the sampler takes no tick: hangs")
+	}
+	if !l.Sleeping() || l.Lag() != 0 {
+		t.Errorf("after the request: sleeping %t, lag %v; want asleep, no lag", l.Sleeping(), l.Lag())
+	}
+
+	mustNew(t, nameA, settings(8), o)
+	users("a reload keeping admission", 2)
+	mustNew(t, nameA, settings(16), o)
+	users("a reload replacing a's controller", 2)
+	mustNew(t, nameA, Settings{Log: discardLog}, o)
+	users("a's admission off", 1)
+	mustNew(t, nameB, Settings{Log: discardLog}, o)
+	users("b's admission off", 0)
+	if n := len(starts); n != 0 {
+		t.Errorf("%d tickers started while nothing was in flight, want none", n)
 	}
 }

@@ -222,6 +222,9 @@ func Leave(c *Controller, host string) {
 	}
 }
 
+// Sampler is the lag sampler the Controller reads (Settings.Sampler).
+func (c *Controller) Sampler() *LagSampler { return c.lag }
+
 // InFlight is the requests in flight now.
 func (c *Controller) InFlight() int {
 	c.mu.Lock()

@@ -287,3 +287,32 @@ func TestProcessLag(t *testing.T) {
 		t.Errorf("ProcessLag returned two samplers")
 	}
 }
+
+// TestLagSamplerRealTicker: the sampler's own ticker (time.NewTicker) ticks while a request is
+// in flight and stops after it. The clock is the real one, read through a Now that reports
+// each tick taken.
+func TestLagSamplerRealTicker(t *testing.T) {
+	read := make(chan struct{}, 64)
+	l := NewLagSampler(LagSettings{Every: time.Millisecond, Now: func() time.Time {
+		select {
+		case read <- struct{}{}:
+		default:
+		}
+		return time.Now()
+	}})
+	c := newSampled(t, l)
+	defer c.Close()
+	Enter(c, "a.test", false)
+	// The wake's reading, then two ticks' at least.
+	for i := 0; i < 3; i++ {
+		select {
+		case <-read:
+		case <-time.After(testWait):
+			t.Fatalf("reading %d of the clock: the real ticker does not tick: hangs after %v", i+1, testWait)
+		}
+	}
+	if l.Sleeping() {
+		t.Errorf("a request in flight: the sampler sleeps")
+	}
+	Leave(c, "a.test")
+}
