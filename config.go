@@ -17,6 +17,7 @@ import (
 	"github.com/weirproxy/weir/core/events"
 	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/neg"
+	"github.com/weirproxy/weir/core/setting"
 )
 
 // errConfig wraps every configuration error, which names the field and the value.
@@ -121,6 +122,9 @@ func (c *Config) settings() (core.Settings, error) {
 	if err := c.protections(&s); err != nil {
 		return s, err
 	}
+	if err := c.buckets(&s); err != nil {
+		return s, err
+	}
 	counts := []struct {
 		field string
 		value string
@@ -162,6 +166,46 @@ func (c *Config) settings() (core.Settings, error) {
 	s.Warm.Paths = splitList(c.Warm.Paths)
 	s.Warm.Hosts = splitList(c.Warm.Hosts)
 	return s, nil
+}
+
+// buckets reads cache.paths and cache.ttls. A pattern outside setting.Pattern's grammar is
+// refused here with the value as the operator wrote it; the core checks them again.
+func (c *Config) buckets(s *core.Settings) error {
+	for _, p := range splitList(c.Cache.Paths) {
+		if _, err := setting.ParsePattern(p); err != nil {
+			return fmt.Errorf("%w: cache.paths: %q %v", errConfig, p, err)
+		}
+		s.CachePaths = append(s.CachePaths, p)
+	}
+	for _, v := range splitList(c.Cache.TTLs) {
+		// The last "=": a path may hold one, a duration never does.
+		i := strings.LastIndexByte(v, '=')
+		if i < 0 {
+			return fmt.Errorf("%w: cache.ttls: %q must be pattern=duration such as \"/static/*=1h\"", errConfig, v)
+		}
+		pattern := strings.TrimSpace(v[:i])
+		if _, err := setting.ParsePattern(pattern); err != nil {
+			return fmt.Errorf("%w: cache.ttls: %q must be pattern=duration such as \"/static/*=1h\": %q %v", errConfig, v, pattern, err)
+		}
+		ttl, err := parseTTL(strings.TrimSpace(v[i+1:]))
+		if err != nil {
+			return fmt.Errorf("%w: cache.ttls: %q must be pattern=duration such as \"/static/*=1h\": %v", errConfig, v, err)
+		}
+		s.CacheTTLs = append(s.CacheTTLs, core.PathTTL{Pattern: pattern, TTL: ttl})
+	}
+	return nil
+}
+
+// parseTTL reads cache.ttls' duration: a Go duration that may count days ("1d",
+// setting.ParseDays), or a bare number of seconds, as parseDuration reads them. 0: none.
+func parseTTL(v string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(v, 64); err == nil && !strings.ContainsAny(v, "xXpP_") {
+		if n < 0 || math.IsNaN(n) || n > maxDurationSeconds {
+			return 0, setting.ErrDuration
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	return setting.ParseDays(v)
 }
 
 // queueShare checks limiter.maxQueuePerPartition, when set, against limiter.maxQueue: a

@@ -37,6 +37,8 @@ type listField struct {
 // listFields are the lists of Weir's section.
 var listFields = []listField{
 	{"key.queryDrop", func(c *Config, list []string) { c.Key.QueryDrop = list }},
+	{"cache.paths", func(c *Config, list []string) { c.Cache.Paths = list }},
+	{"cache.ttls", func(c *Config, list []string) { c.Cache.TTLs = list }},
 	{"breaker.overrides", func(c *Config, list []string) { c.Breaker.Overrides = list }},
 	{"breaker.paths", func(c *Config, list []string) { c.Breaker.Paths = list }},
 	{"admin.allow", func(c *Config, list []string) { c.Admin.Allow = list }},

@@ -169,6 +169,14 @@ type CacheConfig struct {
 	// DefaultTTL is the freshness given to storable answers that state none ("" or "0s":
 	// none, the default).
 	DefaultTTL string `json:"defaultTTL,omitempty"`
+	// Paths are the path patterns whose answers may be stored ("/static/", "*.js",
+	// "/blog/*.html"); a request for any other path keeps coalescing and every protection,
+	// and its answer is never stored. Empty: every path.
+	Paths []string `json:"paths,omitempty"`
+	// TTLs give the paths a pattern matches their own default freshness, pattern=duration
+	// ("/static/*=1h", "*.js=1d"; d is a day): for storable answers that state none, in
+	// place of DefaultTTL; the first match wins.
+	TTLs []string `json:"ttls,omitempty"`
 	// AllowPurge makes a PURGE request drop the URI's entry without reaching the origin
 	// ("false": PURGE passes to the origin like any other method). Restrict who can send
 	// PURGE (an IP allow list middleware on a dedicated router) before turning it on.

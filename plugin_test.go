@@ -3,6 +3,7 @@ package weir
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,6 +48,12 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"breaker probes", func(c *Config) { c.Breaker.Probes = "three" }, "breaker.probes", "three"},
 		{"breaker probe interval", func(c *Config) { c.Breaker.ProbeInterval = "-2s" }, "breaker.probeInterval", "-2s"},
 		{"breaker paths", func(c *Config) { c.Breaker.Paths = []string{"/ok,search"} }, "breaker.paths[1]", "search"},
+		{"cache paths", func(c *Config) { c.Cache.Paths = []string{"/static/,static/"} }, "cache.paths", "static/"},
+		{"cache paths star in a directory", func(c *Config) { c.Cache.Paths = []string{"/a/*/b"} }, "cache.paths", "/a/*/b"},
+		{"cache ttls without a duration", func(c *Config) { c.Cache.TTLs = []string{"/static/*"} }, "cache.ttls", `"/static/*" must be pattern=duration such as "/static/*=1h"`},
+		{"cache ttls bad duration", func(c *Config) { c.Cache.TTLs = []string{"*.js=soon"} }, "cache.ttls", "*.js=soon"},
+		{"cache ttls negative", func(c *Config) { c.Cache.TTLs = []string{"*.js=-1d"} }, "cache.ttls", "*.js=-1d"},
+		{"cache ttls bad pattern", func(c *Config) { c.Cache.TTLs = []string{"static=1h"} }, "cache.ttls", "static=1h"},
 		{"negative ttl", func(c *Config) { c.Negative.TTL = "later" }, "negative.ttl", "later"},
 		{"negative size", func(c *Config) { c.Negative.MaxEntries = "x" }, "negative.maxEntries", "x"},
 		{"miss ratio", func(c *Config) { c.MissRate.Ratio = "2" }, "missRate.ratio", "2"},
@@ -203,6 +210,8 @@ func TestConfigFromLabelStrings(t *testing.T) {
 	c.Breaker.Probes = "3"
 	c.Breaker.ProbeInterval = "2"
 	c.Breaker.MaxFailures = " 3 "
+	c.Cache.Paths = []string{"/static/, *.js"}
+	c.Cache.TTLs = []string{"/static/*=1h, *.js=1d,/api/*=5, /q=a/*=1d12h"}
 	s, err := c.settings()
 	if err != nil {
 		t.Fatalf("settings: %v", err)
@@ -229,6 +238,12 @@ func TestConfigFromLabelStrings(t *testing.T) {
 	}
 	if got, want := s.DefaultTTL, 30*time.Second; got != want {
 		t.Errorf("DefaultTTL = %s, want %s", got, want)
+	}
+	if got, want := strings.Join(s.CachePaths, " "), "/static/ *.js"; got != want {
+		t.Errorf("CachePaths = %q, want %q", got, want)
+	}
+	if got, want := fmt.Sprint(s.CacheTTLs), "[{/static/* 1h0m0s} {*.js 24h0m0s} {/api/* 5s} {/q=a/* 36h0m0s}]"; got != want {
+		t.Errorf("CacheTTLs = %s, want %s", got, want)
 	}
 	if got, want := s.FollowerMaxWait, 1500*time.Millisecond; got != want {
 		t.Errorf("FollowerMaxWait = %s, want %s", got, want)

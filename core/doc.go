@@ -13,6 +13,8 @@
 //   - lookup.go: the general path's lookup (Vary, the shared store) and storing;
 //   - miss.go: a miss's leader and followers, background refreshes, delivering a result;
 //   - fetch.go: the cache's own origin fetch and what it stores;
+//   - buckets.go: cache.paths and cache.ttls, which paths are stored and with which default
+//     freshness, read by the fetch;
 //   - gate.go: the one way to the origin (the breaker, pacing, an origin slot);
 //   - pass.go: pass-through, hit-for-pass and unsafe methods, with the client's own writer;
 //   - answer.go: the one writer of Weir's answers;

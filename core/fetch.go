@@ -51,6 +51,9 @@ type fetchResult struct {
 	// refused is why the gate, or the miss-rate detector, kept the fetch from the origin
 	// (FR-CB-5, FR-LIM-5).
 	refused refusal
+	// unstoredPath marks an entry outside cache.paths: shared with the flight's followers,
+	// never stored.
+	unstoredPath bool
 }
 
 // Fields of a client's request that the cache's own fetch leaves out: the cache wants the
@@ -102,7 +105,9 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	}
 	// Deferred: a panic in the next handler must not keep the slot.
 	defer leave(h, t, 0, 0, nil)
-	rec := &recorder{h: h, req: req, header: make(http.Header), sink: sk, stale: stale != nil}
+	// cache.ttls chooses the policy (its default freshness), cache.paths whether to store.
+	pol, keep := bucketOf(h, key)
+	rec := &recorder{h: h, policy: pol, req: req, header: make(http.Header), sink: sk, stale: stale != nil}
 	reqTime := h.s.Now()
 	serveOrigin(h.next, rec, req)
 	respTime := h.s.Now()
@@ -142,9 +147,9 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	case rec.status == http.StatusNotModified && stale != nil:
 		merged := httpcache.MergeNotModified(stale.Header, rec.header)
 		cc := httpcache.ResponseControl(merged)
-		ent := h.policy.NewEntry(stale.Status, merged, stale.Body, cc, reqTime, respTime)
+		ent := pol.NewEntry(stale.Status, merged, stale.Body, cc, reqTime, respTime)
 		res.status, res.header, res.body = ent.Status, ent.Header, ent.Body
-		if ok, reason := h.policy.Storable(req, stale.Status, merged, cc); !ok {
+		if ok, reason := pol.Storable(req, stale.Status, merged, cc); !ok {
 			// A 304 that sets a cookie or makes the answer private or no-store updates it for
 			// the leader only: neither stored nor shared with followers.
 			res.reason = reason
@@ -156,12 +161,18 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 		h.markUnshared(key, rec.reason, respTime)
 		return res
 	default:
-		res.entry = h.policy.NewEntry(rec.status, rec.header, rec.body, rec.cc, reqTime, respTime)
+		res.entry = pol.NewEntry(rec.status, rec.header, rec.body, rec.cc, reqTime, respTime)
 	}
 	if len(res.entry.Vary) > 0 {
 		res.varKey = httpcache.VariantKey(key, res.entry.Vary, req)
 	}
 	h.e.neg.Forget(key)
+	if !keep {
+		// Outside cache.paths: the flight's followers share the answer as they would a
+		// stored one, and the next request for the path fetches again.
+		res.unstoredPath = true
+		return res
+	}
 	res.stored = h.put(key, req, res.entry)
 	if !res.stored {
 		res.reason = httpcache.ReasonTooLarge
@@ -202,7 +213,9 @@ const (
 // recorder is the ResponseWriter of a fetch made on behalf of the cache. It holds answers
 // that may be shared, up to the size limit, and streams the others to the leader.
 type recorder struct {
-	h      *Handler
+	h *Handler
+	// policy is the fetch's: the Handler's, or the one cache.ttls gives the path.
+	policy *httpcache.Policy
 	req    *http.Request
 	header http.Header
 	sink   *sink
@@ -233,7 +246,7 @@ func (rec *recorder) WriteHeader(status int) {
 	rec.wroteHeader = true
 	rec.status = status
 	rec.cc = httpcache.ResponseControl(rec.header)
-	rec.storable, rec.reason = rec.h.policy.Storable(rec.req, status, rec.header, rec.cc)
+	rec.storable, rec.reason = rec.policy.Storable(rec.req, status, rec.header, rec.cc)
 	rec.mode = modeBuffer
 	rec.declared = -1
 	// A 304's Content-Length is the stored answer's, and a 204 has no body (RFC 9110
@@ -252,7 +265,7 @@ func (rec *recorder) WriteHeader(status int) {
 	case isEventStream(rec.header):
 		rec.reason = httpcache.ReasonStreaming
 		rec.stream()
-	case rec.declared > rec.h.policy.MaxEntrySize:
+	case rec.declared > rec.policy.MaxEntrySize:
 		rec.reason = httpcache.ReasonTooLarge
 		rec.stream()
 	}
@@ -274,7 +287,7 @@ func (rec *recorder) Write(p []byte) (int, error) {
 	case modeDiscard, modeDecline:
 		return 0, errDetached
 	}
-	if int64(len(rec.body)+len(p)) > rec.h.policy.MaxEntrySize {
+	if int64(len(rec.body)+len(p)) > rec.policy.MaxEntrySize {
 		// Over the limit: never held whole. The leader gets what was held and the rest as
 		// it arrives; a background refresh gives up.
 		if rec.sink == nil {

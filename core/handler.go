@@ -24,6 +24,9 @@ type Handler struct {
 	s      Settings
 	keyer  httpcache.Keyer
 	policy httpcache.Policy
+	// buckets are cache.paths and cache.ttls, read on the way to the origin (bucketOf);
+	// nil: every path stored, under policy.
+	buckets *buckets
 	// mem is the engine's store when it is process memory.
 	mem *store.Memory
 	// shared is the engine's store when it is a shared store: the guarded remote store with
@@ -116,6 +119,7 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		paced:           &e.pacing.on,
 		admission:       e.admission,
 	}
+	h.buckets = newBuckets(s, h.policy)
 	if h.admission != nil {
 		h.protect = append([]string(nil), s.Admission.Protect...)
 	}

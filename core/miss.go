@@ -314,6 +314,10 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 		if res.revalidated {
 			cacheStatus += "; fwd-status=304"
 		}
+		if res.unstoredPath {
+			h.write(w, r, &answer{ent: res.entry, cache: cacheStatus, detail: reasonUnstoredPath})
+			return
+		}
 		h.write(w, r, &answer{ent: res.entry, cache: cacheStatus})
 	case res.declined && !follower:
 		// The leader asked for a range of an answer Weir could not hold: it asks the

@@ -18,6 +18,7 @@ import (
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/neg"
 	"github.com/weirproxy/weir/core/redisstore"
+	"github.com/weirproxy/weir/core/setting"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -47,6 +48,15 @@ type Settings struct {
 	MaxEntrySize int64
 	// DefaultTTL is the freshness given to storable answers that state none. Zero: none.
 	DefaultTTL time.Duration
+	// CachePaths are the path patterns whose answers Weir may store (cache.paths, in
+	// setting.Pattern's grammar). A request for a path outside them still takes the gate,
+	// coalescing and every protection; its answer is shared with the requests coalesced on
+	// it, never stored. Empty: every path.
+	CachePaths []string
+	// CacheTTLs give the paths a pattern matches a freshness of their own for storable
+	// answers that state none (cache.ttls), in place of DefaultTTL; the first that matches
+	// wins. Empty: DefaultTTL for every path.
+	CacheTTLs []PathTTL
 
 	// LeaderMaxAge is how long a flight takes followers (FR-COA-3); capped by OriginTimeout.
 	LeaderMaxAge time.Duration
@@ -216,8 +226,47 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
+// PathTTL is one item of cache.ttls: the freshness given to storable answers that state
+// none, for the paths Pattern (setting.Pattern's grammar) matches. Zero TTL: none, whatever
+// DefaultTTL says.
+type PathTTL struct {
+	Pattern string
+	TTL     time.Duration
+}
+
+// MaxPathPatterns bounds cache.paths and cache.ttls each: every pattern is tried on an
+// origin fetch.
+const MaxPathPatterns = 64
+
+// validateBuckets checks cache.paths and cache.ttls.
+func (s Settings) validateBuckets() error {
+	if len(s.CachePaths) > MaxPathPatterns {
+		return fmt.Errorf("%w: cache.paths: %d patterns, at most %d", ErrSettings, len(s.CachePaths), MaxPathPatterns)
+	}
+	if len(s.CacheTTLs) > MaxPathPatterns {
+		return fmt.Errorf("%w: cache.ttls: %d patterns, at most %d", ErrSettings, len(s.CacheTTLs), MaxPathPatterns)
+	}
+	for _, p := range s.CachePaths {
+		if _, err := setting.ParsePattern(p); err != nil {
+			return fmt.Errorf("%w: cache.paths: %q %v", ErrSettings, p, err)
+		}
+	}
+	for _, t := range s.CacheTTLs {
+		if _, err := setting.ParsePattern(t.Pattern); err != nil {
+			return fmt.Errorf("%w: cache.ttls: %q %v", ErrSettings, t.Pattern, err)
+		}
+		if t.TTL < 0 {
+			return fmt.Errorf("%w: cache.ttls: %q: %s must not be negative", ErrSettings, t.Pattern, t.TTL)
+		}
+	}
+	return nil
+}
+
 // validate rejects values that are set but make no sense; zero values are defaults.
 func (s Settings) validate() error {
+	if err := s.validateBuckets(); err != nil {
+		return err
+	}
 	checks := []struct {
 		field string
 		v     time.Duration
@@ -284,8 +333,8 @@ func (s Settings) validate() error {
 func (s Settings) fingerprint() string {
 	drop := append([]string(nil), s.QueryDrop...)
 	sort.Strings(drop)
-	return fmt.Sprintf("drop=%s scheme=%s size=%d entry=%d ttl=%s store=%s url=%s prefix=%s near=%t storeTimeout=%s",
-		strings.Join(drop, ","), s.KeyScheme, s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.StoreID, s.StoreURL, s.StoreKeyPrefix, !s.StoreNoNearCache, s.StoreTimeout)
+	return fmt.Sprintf("drop=%s scheme=%s size=%d entry=%d ttl=%s paths=%q ttls=%v store=%s url=%s prefix=%s near=%t storeTimeout=%s",
+		strings.Join(drop, ","), s.KeyScheme, s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.CachePaths, s.CacheTTLs, s.StoreID, s.StoreURL, s.StoreKeyPrefix, !s.StoreNoNearCache, s.StoreTimeout)
 }
 
 // validateAdmin checks admin.path and admin.token, and that whatever empties or reveals the

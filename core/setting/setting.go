@@ -1,11 +1,13 @@
 // Package setting holds what the mechanisms' Settings (core/breaker, core/limit,
 // core/missrate, core/neg, core/admit) do alike with their fields: a zero field takes its
-// default, a ratio is a number from 0 to 1, and a path prefix holds the paths under it.
+// default, a ratio is a number from 0 to 1, and a path prefix holds the paths under it; and
+// what the engine's options share: path patterns (Pattern: cache.paths, cache.ttls) and
+// durations counted in days (ParseDays).
 //
 // Int, Duration and Float are Go 1.22's cmp.Or for two values, written once per type:
 // code that Traefik loads cannot use type parameters (Yaegi v0.16.1). They run when a
-// mechanism is built or its settings change, never on a request's path. UnderPrefix alone
-// runs on a request's path, and allocates nothing. The package imports the standard library
+// mechanism is built or its settings change, never on a request's path. UnderPrefix and
+// MatchPattern alone run on a request's path, and allocate nothing. The package imports the standard library
 // only.
 package setting
 
