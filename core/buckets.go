@@ -1,8 +1,6 @@
 package core
 
 import (
-	"strings"
-
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/setting"
 )
@@ -69,17 +67,6 @@ func bucketOf(h *Handler, key string) (*httpcache.Policy, bool) {
 // (httpcache.Keyer), without the query. Patterns match it, so that "/static%2Fa.js" is
 // not under "/static/", as the origin may not take it to be either.
 func keyPath(key string) string {
-	if i := strings.IndexByte(key, '?'); i >= 0 {
-		key = key[:i]
-	}
-	start := strings.Index(key, "//")
-	if start < 0 {
-		return key
-	}
-	start += 2
-	i := strings.IndexByte(key[start:], '/')
-	if i < 0 {
-		return ""
-	}
-	return key[start+i:]
+	_, _, path := httpcache.SplitKey(key)
+	return path
 }

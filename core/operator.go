@@ -15,6 +15,7 @@ import (
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/core/events"
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
 )
 
@@ -121,17 +122,9 @@ func runSweep(sw sweeper, name, base string, log func(string), done chan struct{
 
 // splitKey is the host and the path of a cache key ("https://host/path?query", a variant's
 // suffix after a NUL) or of a partition ("https://host/path").
-func splitKey(key string) (host, path string) {
-	if i := strings.Index(key, "://"); i >= 0 {
-		key = key[i+3:]
-	}
-	i := strings.IndexByte(key, '/')
-	if i < 0 {
-		return key, ""
-	}
-	host = key[:i]
-	path = key[i:]
-	if j := strings.IndexAny(path, "?\x00"); j >= 0 {
+func splitKey(key string) (string, string) {
+	_, host, path := httpcache.SplitKey(key)
+	if j := strings.IndexByte(path, 0); j >= 0 {
 		path = path[:j]
 	}
 	return host, path
