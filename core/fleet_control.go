@@ -21,6 +21,10 @@ import (
 // a read, a change and a write: two operators acting on two instances in the same instant
 // may lose one of the two actions (the page shows the outcome; act again). Instances that
 // start later apply the overrides and paces and skip opens whose deadline has passed.
+//
+// While the store tells of every change under its prefix (its tracking connection, the
+// near cache's: redisstore.Store.ChangeMark), a read is made only when something under the
+// prefix changed since the last: an idle fleet reads nothing, a busy one every fleetEvery.
 
 const (
 	// fleetEvery is how often an instance reads the control record: twice within the second
@@ -91,6 +95,14 @@ type fleet struct {
 	// mu guards the fields below.
 	mu sync.Mutex
 	st store.Store
+	// marks is st's change mark (changeMarks), nil for a store without one: then the
+	// record is read every fleetEvery. readMark is the mark taken before the last read
+	// that reached st, readMarked whether there is one; setStore forgets it (epoch counts
+	// its calls).
+	marks      func() (mark int64, tracked bool)
+	readMark   int64
+	readMarked bool
+	epoch      int64
 	// applied is the record's sequence number this instance has applied or written.
 	applied int64
 	// shared is the overrides as the record stood when last applied, sharedPacing the paces.
@@ -106,12 +118,17 @@ func newFleet(name string, group *breaker.Group, p *pacing, now func() time.Time
 		pacing: p, now: now, shared: map[string]string{}, sharedPacing: map[string]string{}}
 }
 
-// setStore points the fleet at the shared store st (nil: none), starting or stopping its
-// reading loop.
-func (f *fleet) setStore(st store.Store, log func(string)) {
+// setStore points the fleet at the shared store st (nil: none), whose change mark marks
+// gives (nil: none), starting or stopping its reading loop.
+func (f *fleet) setStore(st store.Store, marks func() (int64, bool), log func(string)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// Another store's marks say nothing of this one (a reload that keeps the store only
+	// costs one read).
+	f.readMarked = false
+	f.epoch++
 	f.st = st
+	f.marks = marks
 	f.logger = log
 	if st == nil && f.stop != nil {
 		close(f.stop)
@@ -125,7 +142,7 @@ func (f *fleet) setStore(st store.Store, log func(string)) {
 
 // close stops the reading loop: the group it served is replaced.
 func (f *fleet) close() {
-	f.setStore(nil, nil)
+	f.setStore(nil, nil, nil)
 }
 
 func (f *fleet) loop(stop chan struct{}) {
@@ -148,19 +165,43 @@ func (f *fleet) current() (store.Store, func(string)) {
 	return st, log
 }
 
-// pollOnce reads the record and applies what changed since it was last applied.
+// pollOnce reads the record, unless the store's change mark says it is as last read, and
+// applies what changed since it was last applied.
 func (f *fleet) pollOnce() {
-	st, log := f.current()
+	// The store and its marks together: a reload between would pair one's mark with the
+	// other's read.
+	f.mu.Lock()
+	st, log, marks, epoch := f.st, f.logger, f.marks, f.epoch
+	f.mu.Unlock()
 	if st == nil {
 		return
 	}
 	defer recoverTo(log, "reading the breakers' control record")
 	f.shareCounts(st)
-	rec, err := f.read(st)
-	if err != nil || rec == nil {
+	var mark int64
+	tracked := false
+	if marks != nil {
+		mark, tracked = marks()
+	}
+	f.mu.Lock()
+	unchanged := tracked && f.readMarked && f.readMark == mark && f.epoch == epoch
+	f.mu.Unlock()
+	if unchanged {
 		return
 	}
-	f.apply(rec, log)
+	rec, err := f.read(st)
+	if err != nil {
+		return
+	}
+	if rec != nil {
+		f.apply(rec, log)
+	}
+	// The mark taken before the read: a change the read missed moved it since. Kept once
+	// the record is applied, so that a record that failed to apply is read again.
+	f.mu.Lock()
+	f.readMark = mark
+	f.readMarked = tracked && f.epoch == epoch
+	f.mu.Unlock()
 }
 
 // apply applies what rec holds beyond what this instance applied or wrote.

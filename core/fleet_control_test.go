@@ -101,3 +101,103 @@ func TestFleetIgnoresUnreadableRecord(t *testing.T) {
 		t.Errorf("overrides read from the new record %+v, want a.example.com's", ov)
 	}
 }
+
+// countingStore is a shared store that counts the reads of one key and fails every call
+// while down is set.
+type countingStore struct {
+	st    store.Store
+	key   string
+	reads int
+	down  bool
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (*store.Entry, error) {
+	if key == c.key {
+		c.reads++
+	}
+	if c.down {
+		return nil, errDown
+	}
+	return c.st.Get(ctx, key)
+}
+
+func (c *countingStore) Set(ctx context.Context, key string, e *store.Entry) error {
+	if c.down {
+		return errDown
+	}
+	return c.st.Set(ctx, key, e)
+}
+
+func (c *countingStore) Delete(ctx context.Context, key string) error {
+	if c.down {
+		return errDown
+	}
+	return c.st.Delete(ctx, key)
+}
+
+// TestFleetReadsControlOnChange: with a store that tells of changes under its prefix, an
+// instance reads the control record when its change mark moved since the last read that
+// reached the store, and every poll while the store does not track changes; a failed read,
+// or a store set again, leaves no mark to trust.
+func TestFleetReadsControlOnChange(t *testing.T) {
+	clock := newFakeClock()
+	shared := store.NewMemory(store.MemorySettings{})
+	a, _ := newTestFleet(t, clock, breaker.Settings{}, nil, shared)
+	b, gb := newTestFleet(t, clock, breaker.Settings{}, nil, nil)
+	counted := &countingStore{st: shared, key: b.key}
+	mark, tracked := int64(1), true
+	b.st = counted
+	b.marks = func() (int64, bool) { return mark, tracked }
+	hasOverride := func(key string) bool {
+		t.Helper()
+		_, ok := gb.Lookup(key)
+		return ok
+	}
+	poll := func(desc string, wantReads int) {
+		t.Helper()
+		b.pollOnce()
+		if counted.reads != wantReads {
+			t.Fatalf("%s: %d reads of the control record, want %d", desc, counted.reads, wantReads)
+		}
+	}
+
+	poll("first poll, no record", 1)
+	poll("mark unchanged, no record", 1)
+	if err := a.publishDeclare("one.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	mark++
+	poll("mark moved", 2)
+	if !hasOverride("one.example.com") {
+		t.Errorf("after the mark moved: one.example.com not declared, want it")
+	}
+	poll("mark unchanged", 2)
+	poll("mark unchanged again", 2)
+
+	tracked = false
+	poll("untracked", 3)
+	poll("untracked again", 4)
+	tracked = true
+	poll("tracked again: the untracked read left no mark", 5)
+	poll("tracked, unchanged", 5)
+
+	mark++
+	counted.down = true
+	poll("store down", 6)
+	counted.down = false
+	if err := a.publishDeclare("two.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	poll("after a failed read, same mark", 7)
+	if !hasOverride("two.example.com") {
+		t.Errorf("after a failed read: two.example.com not declared, want it")
+	}
+	poll("unchanged after the store is back", 7)
+
+	// Set again (a reload): the marks of the store before say nothing. No loop: the test
+	// polls.
+	b.stop = make(chan struct{})
+	b.setStore(counted, b.marks, discardLog)
+	poll("store set again, same mark", 8)
+	poll("unchanged since", 8)
+}

@@ -146,6 +146,25 @@ func fallbackOf(st store.Store) *store.Fallback {
 
 func (c sharedStore) fallback() *store.Fallback { return c.Fallback }
 
+// changeMarks is what tells the fleet whether anything under st's prefix changed
+// (redisstore.Store.ChangeMark): nil when st is no shared store. An interface, as for
+// guarded.
+func changeMarks(st store.Store) func() (int64, bool) {
+	m, ok := st.(interface{ changeMark() (int64, bool) })
+	if !ok {
+		return nil
+	}
+	return func() (int64, bool) {
+		mark, tracked := m.changeMark()
+		return mark, tracked
+	}
+}
+
+func (c sharedStore) changeMark() (int64, bool) {
+	mark, tracked := c.rs.ChangeMark()
+	return mark, tracked
+}
+
 // remoteState is what the admin reads of a shared store.
 type remoteState interface {
 	breakerOpen() bool

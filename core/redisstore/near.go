@@ -57,6 +57,25 @@ func (s *Store) NearLive() bool {
 	return atomic.LoadInt32(&s.nearLive) == 1
 }
 
+// ChangeMark returns a mark that moves whenever a key under the prefix may have changed, as
+// far as this process can know: on every invalidation the server pushes, every write and
+// deletion of this process, and every loss and return of tracking; and whether the server
+// tracks the prefix for this process now (never with the near tier off). While tracked, a
+// key read after ChangeMark returned m, and found absent or present, is as it was read for as
+// long as ChangeMark returns m and tracked again: a record polled from the server need not be
+// read again until then. A tracking connection that died without a word is noticed within
+// trackSilence, which moves the mark.
+func (s *Store) ChangeMark() (mark int64, tracked bool) {
+	if s.near == nil {
+		return 0, false
+	}
+	// The mark before tracked, as GetWithin reads them: a loss between the two reads as
+	// untracked, one before both moved the mark.
+	mark = atomic.LoadInt64(&s.nearGen)
+	tracked = atomic.LoadInt32(&s.nearLive) == 1
+	return mark, tracked
+}
+
 // nearFill keeps e as the near copy of key, unless an invalidation or a loss of tracking
 // happened since gen was read, before the read of e.
 func (s *Store) nearFill(key string, e *store.Entry, gen int64) {

@@ -351,3 +351,37 @@ func checkFallback(t *testing.T, nearOn bool) {
 		t.Errorf("EXISTS after = %v, %v; want 1: the server takes entries again", v, err)
 	}
 }
+
+// TestChangeMark: while tracked, the mark moves when anyone writes a key under the prefix
+// that this store never read (how a polled record that was absent comes to be), and on a
+// loss of tracking, during which it reads untracked; the near tier off, never tracked.
+func TestChangeMark(t *testing.T) {
+	if _, tracked := newStore(t, Settings{URL: "redis://127.0.0.1:1"}).ChangeMark(); tracked {
+		t.Errorf("near tier off: tracked, want not")
+	}
+	srv := redistest.Start(t, redistest.Config{})
+	a, b := nearStore(t, srv), nearStore(t, srv)
+	mark, tracked := b.ChangeMark()
+	if !tracked {
+		t.Fatalf("tracking live: untracked, want tracked")
+	}
+	if err := a.Set(testCtx(t), "never-read", sampleEntry(time.Now())); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	waitFor(t, "the mark moving after another store's write", func() bool {
+		m, _ := b.ChangeMark()
+		return m != mark
+	})
+
+	mark, _ = b.ChangeMark()
+	srv.Stop()
+	waitFor(t, "loss of tracking", func() bool { return !b.NearLive() })
+	if m, tracked := b.ChangeMark(); tracked || m == mark {
+		t.Errorf("tracking lost: mark %d (before %d), tracked %v; want moved, untracked", m, mark, tracked)
+	}
+	srv.Restart()
+	waitFor(t, "tracking again", b.NearLive)
+	if m, tracked := b.ChangeMark(); !tracked || m == mark {
+		t.Errorf("tracking back: mark %d (before %d), tracked %v; want moved, tracked", m, mark, tracked)
+	}
+}
