@@ -191,7 +191,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 		e.breakerSync = bs
 	}
 	if e.mem == nil {
-		e.breakerSync.setStore(sharedOnly(e.store), changeMarks(e.store), s.Log)
+		e.breakerSync.setStore(sharedOnly(e.store), changesOf(e.store), s.Log)
 	} else {
 		e.breakerSync.setStore(nil, nil, s.Log)
 	}

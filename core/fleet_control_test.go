@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,7 +148,7 @@ func TestFleetReadsControlOnChange(t *testing.T) {
 	counted := &countingStore{st: shared, key: b.key}
 	mark, tracked := int64(1), true
 	b.st = counted
-	b.marks = func() (int64, bool) { return mark, tracked }
+	b.changes = &storeChanges{mark: func() (int64, bool) { return mark, tracked }}
 	hasOverride := func(key string) bool {
 		t.Helper()
 		_, ok := gb.Lookup(key)
@@ -197,7 +198,66 @@ func TestFleetReadsControlOnChange(t *testing.T) {
 	// Set again (a reload): the marks of the store before say nothing. No loop: the test
 	// polls.
 	b.stop = make(chan struct{})
-	b.setStore(counted, b.marks, discardLog)
+	b.setStore(counted, b.changes, discardLog)
 	poll("store set again, same mark", 8)
 	poll("unchanged since", 8)
+}
+
+// TestFleetSleepsUntilChange: the loop sleeps on the store's change signal only while the
+// store tracks changes, none came since the record was read, and the breakers have nothing
+// to share; a result recorded while it sleeps wakes it.
+func TestFleetSleepsUntilChange(t *testing.T) {
+	clock := newFakeClock()
+	shared := store.NewMemory(store.MemorySettings{})
+	f, g := newTestFleet(t, clock, breaker.Settings{}, nil, shared)
+	mark, tracked := int64(1), true
+	signal := make(chan struct{})
+	f.changes = &storeChanges{mark: func() (int64, bool) { return mark, tracked }, signal: func() <-chan struct{} { return signal }}
+	sleeps := func(desc string, want bool) {
+		t.Helper()
+		got := f.sleep() != nil
+		if got != want {
+			t.Fatalf("%s: sleeps %v, want %v", desc, got, want)
+		}
+		if asleep := atomic.LoadInt32(&f.asleep) == 1; asleep != want {
+			t.Fatalf("%s: asleep %v, want %v", desc, asleep, want)
+		}
+		atomic.StoreInt32(&f.asleep, 0)
+	}
+
+	sleeps("nothing read yet", false)
+	f.pollOnce()
+	sleeps("read, unchanged since", true)
+	mark++
+	sleeps("changed since the read", false)
+	f.pollOnce()
+	sleeps("read again", true)
+	tracked = false
+	sleeps("untracked", false)
+	tracked = true
+
+	b := g.Get("api.example.com", clock.Now())
+	p := b.Allow(clock.Now())
+	b.RecordCall(p, 200, false, time.Millisecond, 0, clock.Now())
+	sleeps("counts to share", false)
+	f.pollOnce()
+	clock.Add(time.Minute)
+	f.pollOnce()
+	sleeps("counts gone and unpublished", true)
+
+	// A result recorded while asleep wakes the loop.
+	e := &engine{breakerSync: &breakerSync{fleet: f}}
+	wakeFleet(e)
+	select {
+	case <-f.wakeup:
+		t.Fatalf("woken while awake")
+	default:
+	}
+	atomic.StoreInt32(&f.asleep, 1)
+	wakeFleet(e)
+	select {
+	case <-f.wakeup:
+	default:
+		t.Fatalf("asleep, a result recorded: not woken")
+	}
 }

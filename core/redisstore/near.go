@@ -76,6 +76,37 @@ func (s *Store) ChangeMark() (mark int64, tracked bool) {
 	return mark, tracked
 }
 
+// ChangeSignal returns a channel closed when the mark ChangeMark returns next moves (nil
+// with the near tier off): a poller with nothing to do until something changes waits on it
+// instead of polling. Taken before ChangeMark is read, it misses no move.
+func (s *Store) ChangeSignal() <-chan struct{} {
+	if s.near == nil {
+		return nil
+	}
+	s.signalMu.Lock()
+	defer s.signalMu.Unlock()
+	if s.signal == nil {
+		s.signal = make(chan struct{})
+	}
+	atomic.StoreInt32(&s.signalled, 1)
+	return s.signal
+}
+
+// markMoved closes the channel ChangeSignal gave, if any: the mark just moved. One atomic
+// load when nobody waits.
+func (s *Store) markMoved() {
+	if atomic.LoadInt32(&s.signalled) == 0 {
+		return
+	}
+	s.signalMu.Lock()
+	atomic.StoreInt32(&s.signalled, 0)
+	if s.signal != nil {
+		close(s.signal)
+		s.signal = nil
+	}
+	s.signalMu.Unlock()
+}
+
 // nearFill keeps e as the near copy of key, unless an invalidation or a loss of tracking
 // happened since gen was read, before the read of e.
 func (s *Store) nearFill(key string, e *store.Entry, gen int64) {
@@ -93,6 +124,7 @@ func (s *Store) nearDrop(key string) {
 		return
 	}
 	atomic.AddInt64(&s.nearGen, 1)
+	s.markMoved()
 	s.near.Delete(context.Background(), key)
 }
 
@@ -103,6 +135,7 @@ func (s *Store) nearDrop(key string) {
 func (s *Store) nearLost() {
 	atomic.StoreInt32(&s.nearLive, 0)
 	atomic.AddInt64(&s.nearGen, 1)
+	s.markMoved()
 	s.near.Clear()
 }
 
@@ -243,6 +276,7 @@ func (s *Store) nearStart() {
 	atomic.AddInt64(&s.nearGen, 1)
 	s.near.Clear()
 	atomic.StoreInt32(&s.nearLive, 1)
+	s.markMoved()
 	s.nearLog(true, nil)
 }
 
@@ -281,6 +315,7 @@ func (s *Store) invalidate(reply interface{}) {
 		return
 	}
 	atomic.AddInt64(&s.nearGen, 1)
+	s.markMoved()
 	keys, ok := msg[2].([]interface{})
 	if !ok {
 		// A nil list: FLUSHDB or FLUSHALL. Anything else unexpected is treated alike.

@@ -352,15 +352,18 @@ func checkFallback(t *testing.T, nearOn bool) {
 	}
 }
 
-// TestChangeMark: while tracked, the mark moves when anyone writes a key under the prefix
-// that this store never read (how a polled record that was absent comes to be), and on a
-// loss of tracking, during which it reads untracked; the near tier off, never tracked.
+// TestChangeMark: while tracked, the mark moves, and the change signal taken before closes,
+// when anyone writes a key under the prefix that this store never read (how a polled record
+// that was absent comes to be); the mark moves on a loss of tracking, during which it reads
+// untracked; the near tier off, never tracked.
 func TestChangeMark(t *testing.T) {
-	if _, tracked := newStore(t, Settings{URL: "redis://127.0.0.1:1"}).ChangeMark(); tracked {
-		t.Errorf("near tier off: tracked, want not")
+	off := newStore(t, Settings{URL: "redis://127.0.0.1:1"})
+	if _, tracked := off.ChangeMark(); tracked || off.ChangeSignal() != nil {
+		t.Errorf("near tier off: tracked %v, signal %v; want untracked, none", tracked, off.ChangeSignal())
 	}
 	srv := redistest.Start(t, redistest.Config{})
 	a, b := nearStore(t, srv), nearStore(t, srv)
+	signal := b.ChangeSignal()
 	mark, tracked := b.ChangeMark()
 	if !tracked {
 		t.Fatalf("tracking live: untracked, want tracked")
@@ -368,10 +371,14 @@ func TestChangeMark(t *testing.T) {
 	if err := a.Set(testCtx(t), "never-read", sampleEntry(time.Now())); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
-	waitFor(t, "the mark moving after another store's write", func() bool {
-		m, _ := b.ChangeMark()
-		return m != mark
-	})
+	select {
+	case <-signal:
+	case <-time.After(callWait):
+		t.Fatalf("hangs: the change signal not closed by another store's write")
+	}
+	if m, _ := b.ChangeMark(); m == mark {
+		t.Errorf("signalled, mark %d unmoved", m)
+	}
 
 	mark, _ = b.ChangeMark()
 	srv.Stop()
