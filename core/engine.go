@@ -191,9 +191,9 @@ func engineFor(name string, s Settings) (*engine, error) {
 		e.breakerSync = bs
 	}
 	if e.mem == nil {
-		e.breakerSync.setStore(sharedOnly(e.store), s.Log)
+		e.breakerSync.setStore(sharedOnly(e.store), changesOf(e.store), s.Log)
 	} else {
-		e.breakerSync.setStore(nil, s.Log)
+		e.breakerSync.setStore(nil, nil, s.Log)
 	}
 	if err := applyOverrides(e, old, s.BreakerOverrides); err != nil {
 		return nil, err

@@ -44,13 +44,15 @@ type breakerSync struct {
 	log func(string)
 }
 
-func (bs *breakerSync) setStore(st store.Store, log func(string)) {
+// setStore points the sync and its fleet at st (nil: none), whose changes ch tells (nil:
+// none; see changesOf).
+func (bs *breakerSync) setStore(st store.Store, ch *storeChanges, log func(string)) {
 	bs.mu.Lock()
 	bs.st = st
 	bs.log = log
 	bs.mu.Unlock()
 	if bs.fleet != nil {
-		bs.fleet.setStore(st, log)
+		bs.fleet.setStore(st, ch, log)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
@@ -21,6 +22,12 @@ import (
 // a read, a change and a write: two operators acting on two instances in the same instant
 // may lose one of the two actions (the page shows the outcome; act again). Instances that
 // start later apply the overrides and paces and skip opens whose deadline has passed.
+//
+// While the store tells of every change under its prefix (its tracking connection, the
+// near cache's: redisstore.Store.ChangeMark), a read is made only when something under the
+// prefix changed since the last; and while nothing did and the breakers have no counts to
+// share, the loop sleeps until the store signals a change (ChangeSignal) or a breaker records
+// a result (wakeFleet): an idle fleet costs nothing, a busy one reads every fleetEvery.
 
 const (
 	// fleetEvery is how often an instance reads the control record: twice within the second
@@ -91,6 +98,13 @@ type fleet struct {
 	// mu guards the fields below.
 	mu sync.Mutex
 	st store.Store
+	// changes tells st's changes (changesOf), nil for a store without: then the record is
+	// read every fleetEvery. readMark is the mark taken before the last read that reached
+	// st, readMarked whether there is one; setStore forgets it (epoch counts its calls).
+	changes    *storeChanges
+	readMark   int64
+	readMarked bool
+	epoch      int64
 	// applied is the record's sequence number this instance has applied or written.
 	applied int64
 	// shared is the overrides as the record stood when last applied, sharedPacing the paces.
@@ -99,19 +113,30 @@ type fleet struct {
 	stop         chan struct{}
 	// countsPublished says that the counts record holds this instance's counts.
 	countsPublished bool
+
+	// asleep is 1 while the loop waits for a change rather than a tick; wakeup wakes it.
+	asleep int32
+	wakeup chan struct{}
 }
 
 func newFleet(name string, group *breaker.Group, p *pacing, now func() time.Time) *fleet {
 	return &fleet{key: fleetKeyPrefix + name, countsKey: fleetCountsPrefix + name, id: newInstanceID(), group: group,
-		pacing: p, now: now, shared: map[string]string{}, sharedPacing: map[string]string{}}
+		pacing: p, now: now, shared: map[string]string{}, sharedPacing: map[string]string{}, wakeup: make(chan struct{}, 1)}
 }
 
-// setStore points the fleet at the shared store st (nil: none), starting or stopping its
-// reading loop.
-func (f *fleet) setStore(st store.Store, log func(string)) {
+// setStore points the fleet at the shared store st (nil: none), whose changes ch tells (nil:
+// none), starting or stopping its reading loop.
+func (f *fleet) setStore(st store.Store, ch *storeChanges, log func(string)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// A loop asleep on the store before wakes to poll this one.
+	f.wake()
+	// Another store's marks say nothing of this one (a reload that keeps the store only
+	// costs one read).
+	f.readMarked = false
+	f.epoch++
 	f.st = st
+	f.changes = ch
 	f.logger = log
 	if st == nil && f.stop != nil {
 		close(f.stop)
@@ -125,7 +150,7 @@ func (f *fleet) setStore(st store.Store, log func(string)) {
 
 // close stops the reading loop: the group it served is replaced.
 func (f *fleet) close() {
-	f.setStore(nil, nil)
+	f.setStore(nil, nil, nil)
 }
 
 func (f *fleet) loop(stop chan struct{}) {
@@ -136,8 +161,63 @@ func (f *fleet) loop(stop chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			f.pollOnce()
 		}
+		if signal := f.sleep(); signal != nil {
+			select {
+			case <-stop:
+			case <-signal:
+			case <-f.wakeup:
+			}
+			atomic.StoreInt32(&f.asleep, 0)
+		}
+		// Yaegi's select can take a case that is not ready (docs/yaegi.md): stop is checked
+		// again, a wake without a change costs one poll.
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		f.pollOnce()
+	}
+}
+
+// sleep returns the store's change signal when the loop has nothing to do until something
+// changes: the store tracks changes, none came since the record was last read, and the
+// breakers have no counts to share; else nil. With the signal, asleep is 1: a breaker that
+// records a result from then on wakes the loop (wakeFleet), one recorded before is counted
+// here.
+func (f *fleet) sleep() <-chan struct{} {
+	f.mu.Lock()
+	ch, marked, readMark, published := f.changes, f.readMarked, f.readMark, f.countsPublished
+	f.mu.Unlock()
+	if ch == nil || ch.signal == nil || !marked || published {
+		return nil
+	}
+	// The signal, then asleep, before the mark and the counts are read: a change or a
+	// result after the reads wakes the loop.
+	signal := ch.signal()
+	atomic.StoreInt32(&f.asleep, 1)
+	mark, tracked := ch.mark()
+	if signal == nil || !tracked || mark != readMark || len(f.group.WindowCounts(f.now())) > 0 {
+		atomic.StoreInt32(&f.asleep, 0)
+		return nil
+	}
+	return signal
+}
+
+// wake wakes the loop if it sleeps (sleep).
+func (f *fleet) wake() {
+	select {
+	case f.wakeup <- struct{}{}:
+	default:
+	}
+}
+
+// wakeFleet wakes e's fleet loop if it sleeps: a breaker recorded a result, which its
+// counts share. One atomic load when it does not.
+func wakeFleet(e *engine) {
+	if bs := e.breakerSync; bs != nil && bs.fleet != nil && atomic.LoadInt32(&bs.fleet.asleep) == 1 {
+		bs.fleet.wake()
 	}
 }
 
@@ -148,19 +228,43 @@ func (f *fleet) current() (store.Store, func(string)) {
 	return st, log
 }
 
-// pollOnce reads the record and applies what changed since it was last applied.
+// pollOnce reads the record, unless the store's change mark says it is as last read, and
+// applies what changed since it was last applied.
 func (f *fleet) pollOnce() {
-	st, log := f.current()
+	// The store and its marks together: a reload between would pair one's mark with the
+	// other's read.
+	f.mu.Lock()
+	st, log, ch, epoch := f.st, f.logger, f.changes, f.epoch
+	f.mu.Unlock()
 	if st == nil {
 		return
 	}
 	defer recoverTo(log, "reading the breakers' control record")
 	f.shareCounts(st)
-	rec, err := f.read(st)
-	if err != nil || rec == nil {
+	var mark int64
+	tracked := false
+	if ch != nil {
+		mark, tracked = ch.mark()
+	}
+	f.mu.Lock()
+	unchanged := tracked && f.readMarked && f.readMark == mark && f.epoch == epoch
+	f.mu.Unlock()
+	if unchanged {
 		return
 	}
-	f.apply(rec, log)
+	rec, err := f.read(st)
+	if err != nil {
+		return
+	}
+	if rec != nil {
+		f.apply(rec, log)
+	}
+	// The mark taken before the read: a change the read missed moved it since. Kept once
+	// the record is applied, so that a record that failed to apply is read again.
+	f.mu.Lock()
+	f.readMark = mark
+	f.readMarked = tracked && f.epoch == epoch
+	f.mu.Unlock()
 }
 
 // apply applies what rec holds beyond what this instance applied or wrote.

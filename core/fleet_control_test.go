@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,5 +100,164 @@ func TestFleetIgnoresUnreadableRecord(t *testing.T) {
 	f2.pollOnce()
 	if ov := g2.Overrides(); len(ov) != 1 || ov[0].Key != "a.example.com" {
 		t.Errorf("overrides read from the new record %+v, want a.example.com's", ov)
+	}
+}
+
+// countingStore is a shared store that counts the reads of one key and fails every call
+// while down is set.
+type countingStore struct {
+	st    store.Store
+	key   string
+	reads int
+	down  bool
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (*store.Entry, error) {
+	if key == c.key {
+		c.reads++
+	}
+	if c.down {
+		return nil, errDown
+	}
+	return c.st.Get(ctx, key)
+}
+
+func (c *countingStore) Set(ctx context.Context, key string, e *store.Entry) error {
+	if c.down {
+		return errDown
+	}
+	return c.st.Set(ctx, key, e)
+}
+
+func (c *countingStore) Delete(ctx context.Context, key string) error {
+	if c.down {
+		return errDown
+	}
+	return c.st.Delete(ctx, key)
+}
+
+// TestFleetReadsControlOnChange: with a store that tells of changes under its prefix, an
+// instance reads the control record when its change mark moved since the last read that
+// reached the store, and every poll while the store does not track changes; a failed read,
+// or a store set again, leaves no mark to trust.
+func TestFleetReadsControlOnChange(t *testing.T) {
+	clock := newFakeClock()
+	shared := store.NewMemory(store.MemorySettings{})
+	a, _ := newTestFleet(t, clock, breaker.Settings{}, nil, shared)
+	b, gb := newTestFleet(t, clock, breaker.Settings{}, nil, nil)
+	counted := &countingStore{st: shared, key: b.key}
+	mark, tracked := int64(1), true
+	b.st = counted
+	b.changes = &storeChanges{mark: func() (int64, bool) { return mark, tracked }}
+	hasOverride := func(key string) bool {
+		t.Helper()
+		_, ok := gb.Lookup(key)
+		return ok
+	}
+	poll := func(desc string, wantReads int) {
+		t.Helper()
+		b.pollOnce()
+		if counted.reads != wantReads {
+			t.Fatalf("%s: %d reads of the control record, want %d", desc, counted.reads, wantReads)
+		}
+	}
+
+	poll("first poll, no record", 1)
+	poll("mark unchanged, no record", 1)
+	if err := a.publishDeclare("one.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	mark++
+	poll("mark moved", 2)
+	if !hasOverride("one.example.com") {
+		t.Errorf("after the mark moved: one.example.com not declared, want it")
+	}
+	poll("mark unchanged", 2)
+	poll("mark unchanged again", 2)
+
+	tracked = false
+	poll("untracked", 3)
+	poll("untracked again", 4)
+	tracked = true
+	poll("tracked again: the untracked read left no mark", 5)
+	poll("tracked, unchanged", 5)
+
+	mark++
+	counted.down = true
+	poll("store down", 6)
+	counted.down = false
+	if err := a.publishDeclare("two.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	poll("after a failed read, same mark", 7)
+	if !hasOverride("two.example.com") {
+		t.Errorf("after a failed read: two.example.com not declared, want it")
+	}
+	poll("unchanged after the store is back", 7)
+
+	// Set again (a reload): the marks of the store before say nothing. No loop: the test
+	// polls.
+	b.stop = make(chan struct{})
+	b.setStore(counted, b.changes, discardLog)
+	poll("store set again, same mark", 8)
+	poll("unchanged since", 8)
+}
+
+// TestFleetSleepsUntilChange: the loop sleeps on the store's change signal only while the
+// store tracks changes, none came since the record was read, and the breakers have nothing
+// to share; a result recorded while it sleeps wakes it.
+func TestFleetSleepsUntilChange(t *testing.T) {
+	clock := newFakeClock()
+	shared := store.NewMemory(store.MemorySettings{})
+	f, g := newTestFleet(t, clock, breaker.Settings{}, nil, shared)
+	mark, tracked := int64(1), true
+	signal := make(chan struct{})
+	f.changes = &storeChanges{mark: func() (int64, bool) { return mark, tracked }, signal: func() <-chan struct{} { return signal }}
+	sleeps := func(desc string, want bool) {
+		t.Helper()
+		got := f.sleep() != nil
+		if got != want {
+			t.Fatalf("%s: sleeps %v, want %v", desc, got, want)
+		}
+		if asleep := atomic.LoadInt32(&f.asleep) == 1; asleep != want {
+			t.Fatalf("%s: asleep %v, want %v", desc, asleep, want)
+		}
+		atomic.StoreInt32(&f.asleep, 0)
+	}
+
+	sleeps("nothing read yet", false)
+	f.pollOnce()
+	sleeps("read, unchanged since", true)
+	mark++
+	sleeps("changed since the read", false)
+	f.pollOnce()
+	sleeps("read again", true)
+	tracked = false
+	sleeps("untracked", false)
+	tracked = true
+
+	b := g.Get("api.example.com", clock.Now())
+	p := b.Allow(clock.Now())
+	b.RecordCall(p, 200, false, time.Millisecond, 0, clock.Now())
+	sleeps("counts to share", false)
+	f.pollOnce()
+	clock.Add(time.Minute)
+	f.pollOnce()
+	sleeps("counts gone and unpublished", true)
+
+	// A result recorded while asleep wakes the loop.
+	e := &engine{breakerSync: &breakerSync{fleet: f}}
+	wakeFleet(e)
+	select {
+	case <-f.wakeup:
+		t.Fatalf("woken while awake")
+	default:
+	}
+	atomic.StoreInt32(&f.asleep, 1)
+	wakeFleet(e)
+	select {
+	case <-f.wakeup:
+	default:
+		t.Fatalf("asleep, a result recorded: not woken")
 	}
 }

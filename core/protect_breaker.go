@@ -67,6 +67,8 @@ func recordOutcome(h *Handler, t *ticket, status int, took time.Duration, header
 	if change := t.b.RecordCall(t.permit, status, failed, took, wait, now); change != breaker.Unchanged {
 		breakerChanged(h.e, t.b, change, now)
 	}
+	// The fleet's counts hold it from now: a loop asleep shares them (fleet_control.go).
+	wakeFleet(h.e)
 }
 
 // originFailed tells whether an origin answer of status counts as a failure for the breaker: a

@@ -146,6 +146,32 @@ func fallbackOf(st store.Store) *store.Fallback {
 
 func (c sharedStore) fallback() *store.Fallback { return c.Fallback }
 
+// storeChanges is what tells the fleet whether anything under a shared store's prefix
+// changed (redisstore.Store.ChangeMark), and wakes it when something does (ChangeSignal).
+type storeChanges struct {
+	mark   func() (mark int64, tracked bool)
+	signal func() <-chan struct{}
+}
+
+// changesOf is st's storeChanges: nil when st is no shared store. An interface, as for
+// guarded.
+func changesOf(st store.Store) *storeChanges {
+	c, ok := st.(interface{ redis() *redisstore.Store })
+	if !ok {
+		return nil
+	}
+	rs := c.redis()
+	return &storeChanges{
+		mark: func() (int64, bool) {
+			mark, tracked := rs.ChangeMark()
+			return mark, tracked
+		},
+		signal: func() <-chan struct{} { return rs.ChangeSignal() },
+	}
+}
+
+func (c sharedStore) redis() *redisstore.Store { return c.rs }
+
 // remoteState is what the admin reads of a shared store.
 type remoteState interface {
 	breakerOpen() bool

@@ -57,6 +57,56 @@ func (s *Store) NearLive() bool {
 	return atomic.LoadInt32(&s.nearLive) == 1
 }
 
+// ChangeMark returns a mark that moves whenever a key under the prefix may have changed, as
+// far as this process can know: on every invalidation the server pushes, every write and
+// deletion of this process, and every loss and return of tracking; and whether the server
+// tracks the prefix for this process now (never with the near tier off). While tracked, a
+// key read after ChangeMark returned m, and found absent or present, is as it was read for as
+// long as ChangeMark returns m and tracked again: a record polled from the server need not be
+// read again until then. A tracking connection that died without a word is noticed within
+// trackSilence, which moves the mark.
+func (s *Store) ChangeMark() (mark int64, tracked bool) {
+	if s.near == nil {
+		return 0, false
+	}
+	// The mark before tracked, as GetWithin reads them: a loss between the two reads as
+	// untracked, one before both moved the mark.
+	mark = atomic.LoadInt64(&s.nearGen)
+	tracked = atomic.LoadInt32(&s.nearLive) == 1
+	return mark, tracked
+}
+
+// ChangeSignal returns a channel closed when the mark ChangeMark returns next moves (nil
+// with the near tier off): a poller with nothing to do until something changes waits on it
+// instead of polling. Taken before ChangeMark is read, it misses no move.
+func (s *Store) ChangeSignal() <-chan struct{} {
+	if s.near == nil {
+		return nil
+	}
+	s.signalMu.Lock()
+	defer s.signalMu.Unlock()
+	if s.signal == nil {
+		s.signal = make(chan struct{})
+	}
+	atomic.StoreInt32(&s.signalled, 1)
+	return s.signal
+}
+
+// markMoved closes the channel ChangeSignal gave, if any: the mark just moved. One atomic
+// load when nobody waits.
+func (s *Store) markMoved() {
+	if atomic.LoadInt32(&s.signalled) == 0 {
+		return
+	}
+	s.signalMu.Lock()
+	atomic.StoreInt32(&s.signalled, 0)
+	if s.signal != nil {
+		close(s.signal)
+		s.signal = nil
+	}
+	s.signalMu.Unlock()
+}
+
 // nearFill keeps e as the near copy of key, unless an invalidation or a loss of tracking
 // happened since gen was read, before the read of e.
 func (s *Store) nearFill(key string, e *store.Entry, gen int64) {
@@ -74,6 +124,7 @@ func (s *Store) nearDrop(key string) {
 		return
 	}
 	atomic.AddInt64(&s.nearGen, 1)
+	s.markMoved()
 	s.near.Delete(context.Background(), key)
 }
 
@@ -84,6 +135,7 @@ func (s *Store) nearDrop(key string) {
 func (s *Store) nearLost() {
 	atomic.StoreInt32(&s.nearLive, 0)
 	atomic.AddInt64(&s.nearGen, 1)
+	s.markMoved()
 	s.near.Clear()
 }
 
@@ -224,6 +276,7 @@ func (s *Store) nearStart() {
 	atomic.AddInt64(&s.nearGen, 1)
 	s.near.Clear()
 	atomic.StoreInt32(&s.nearLive, 1)
+	s.markMoved()
 	s.nearLog(true, nil)
 }
 
@@ -262,6 +315,7 @@ func (s *Store) invalidate(reply interface{}) {
 		return
 	}
 	atomic.AddInt64(&s.nearGen, 1)
+	s.markMoved()
 	keys, ok := msg[2].([]interface{})
 	if !ok {
 		// A nil list: FLUSHDB or FLUSHALL. Anything else unexpected is treated alike.

@@ -351,3 +351,44 @@ func checkFallback(t *testing.T, nearOn bool) {
 		t.Errorf("EXISTS after = %v, %v; want 1: the server takes entries again", v, err)
 	}
 }
+
+// TestChangeMark: while tracked, the mark moves, and the change signal taken before closes,
+// when anyone writes a key under the prefix that this store never read (how a polled record
+// that was absent comes to be); the mark moves on a loss of tracking, during which it reads
+// untracked; the near tier off, never tracked.
+func TestChangeMark(t *testing.T) {
+	off := newStore(t, Settings{URL: "redis://127.0.0.1:1"})
+	if _, tracked := off.ChangeMark(); tracked || off.ChangeSignal() != nil {
+		t.Errorf("near tier off: tracked %v, signal %v; want untracked, none", tracked, off.ChangeSignal())
+	}
+	srv := redistest.Start(t, redistest.Config{})
+	a, b := nearStore(t, srv), nearStore(t, srv)
+	signal := b.ChangeSignal()
+	mark, tracked := b.ChangeMark()
+	if !tracked {
+		t.Fatalf("tracking live: untracked, want tracked")
+	}
+	if err := a.Set(testCtx(t), "never-read", sampleEntry(time.Now())); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	select {
+	case <-signal:
+	case <-time.After(callWait):
+		t.Fatalf("hangs: the change signal not closed by another store's write")
+	}
+	if m, _ := b.ChangeMark(); m == mark {
+		t.Errorf("signalled, mark %d unmoved", m)
+	}
+
+	mark, _ = b.ChangeMark()
+	srv.Stop()
+	waitFor(t, "loss of tracking", func() bool { return !b.NearLive() })
+	if m, tracked := b.ChangeMark(); tracked || m == mark {
+		t.Errorf("tracking lost: mark %d (before %d), tracked %v; want moved, untracked", m, mark, tracked)
+	}
+	srv.Restart()
+	waitFor(t, "tracking again", b.NearLive)
+	if m, tracked := b.ChangeMark(); !tracked || m == mark {
+		t.Errorf("tracking back: mark %d (before %d), tracked %v; want moved, tracked", m, mark, tracked)
+	}
+}

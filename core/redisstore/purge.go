@@ -492,6 +492,7 @@ func (s *Store) nearDropKeys(keys []interface{}, cut int) {
 		return
 	}
 	atomic.AddInt64(&s.nearGen, 1)
+	s.markMoved()
 	for _, k := range keys {
 		if b, ok := k.([]byte); ok && len(b) >= cut {
 			s.near.Delete(context.Background(), string(b[cut:]))

@@ -63,6 +63,11 @@ type Store struct {
 	nearGen  int64
 	nearLive int32
 	onNear   func(live bool, err error)
+	// signal is the channel ChangeSignal gave, closed when nearGen next moves; signalled is
+	// 1 while there is one. signalMu guards them.
+	signalMu  sync.Mutex
+	signal    chan struct{}
+	signalled int32
 	// onInvalid is told of each invalid or malformed entry Get deleted.
 	onInvalid func(key string, err error)
 	// done closes with the Store, to stop the tracking goroutine.
