@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weirproxy/weir/core/hostkey"
 )
 
 // Errors of the admin's settings.
@@ -77,7 +79,7 @@ type Access struct {
 	// Allow narrows who may present the token: the networks whose connections may. Empty:
 	// any address.
 	Allow []*net.IPNet
-	// Hosts are the Host names the admin answers for (as HostOf reads them); any other Host
+	// Hosts are the Host names the admin answers for (as ServesHost compares them); any other Host
 	// gets 404, as if no admin were there. Empty: every host. PURGE does not read it.
 	Hosts []string
 	// Brake limits failed attempts per client address; nil: none.
@@ -151,9 +153,8 @@ func ParseAllow(list []string) ([]*net.IPNet, error) {
 	return nets, nil
 }
 
-// ParseHosts reads admin.hosts: host names ("ops.example.com"), or addresses, each as HostOf
-// reads a request's Host (lowercase, without a trailing dot), with neither scheme, port nor
-// path. Items may be comma-separated, as labels give lists.
+// ParseHosts reads admin.hosts: host names ("ops.example.com"), or addresses, lowercase,
+// without a trailing dot or an IPv6 literal's brackets, with neither scheme, port nor path. Items may be comma-separated, as labels give lists.
 func ParseHosts(list []string) ([]string, error) {
 	var hosts []string
 	for _, item := range list {
@@ -174,25 +175,17 @@ func ParseHosts(list []string) ([]string, error) {
 	return hosts, nil
 }
 
-// HostOf is a request's Host as admin.hosts lists it: lowercase, without the port, an IPv6
-// literal's brackets or a trailing dot.
-func HostOf(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
-		host = host[1 : len(host)-1]
-	}
-	return strings.TrimSuffix(strings.ToLower(host), ".")
-}
-
-// ServesHost tells whether the admin answers for a request to host (the request's Host).
+// ServesHost tells whether the admin answers for a request to host (the request's Host):
+// host and the listed names compared by their canonical keys (hostkey.Canonical, which
+// Weir's protections count hosts by), so that a port, capitals or a trailing dot make no
+// other name.
 func (a *Access) ServesHost(host string) bool {
 	if a == nil || len(a.Hosts) == 0 {
 		return true
 	}
-	h := HostOf(host)
+	h := hostkey.Canonical(host)
 	for _, want := range a.Hosts {
-		if h == want {
+		if h == hostkey.Canonical(want) {
 			return true
 		}
 	}
