@@ -76,7 +76,7 @@ func (s *Store) newCluster() *redisc.Cluster {
 func (s *Store) newNodePool(addr string) *redis.Pool {
 	return &redis.Pool{
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			return s.dialAddr(ctx, addr)
+			return s.dialAddr(ctx, addr, false)
 		},
 		TestOnBorrow: func(c redis.Conn, idle time.Time) error {
 			if time.Since(idle) < idleCheck {
@@ -181,7 +181,7 @@ func (s *Store) asking(ctx context.Context, addr string, timeout time.Duration, 
 		// Not reached: a cluster store sends no pairs (purge.go).
 		return nil, fmt.Errorf("%s: a pair of commands redirected by ASK", cmd)
 	}
-	c, err := s.dialAddr(ctx, addr)
+	c, err := s.dialAddr(ctx, addr, false)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func (s *Store) trackCluster() (live bool, err error) {
 	}()
 	for _, addr := range addrs {
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		c, err := s.dialAddr(ctx, addr)
+		c, err := s.dialAddr(ctx, addr, true)
 		cancel()
 		if err != nil {
 			return live, fmt.Errorf("%s: %w", addr, err)
@@ -291,7 +291,7 @@ func (s *Store) trackCluster() (live bool, err error) {
 		go s.ping(c, stop)
 		go s.receive(c, errs)
 	}
-	tick := time.NewTicker(trackPing)
+	tick := time.NewTicker(layoutCheck)
 	defer tick.Stop()
 	for {
 		select {

@@ -34,11 +34,25 @@ import (
 const (
 	// invalidateChannel is where Redis pushes invalidations to a RESP2 client.
 	invalidateChannel = "__redis__:invalidate"
-	// trackPing is how often the tracking connection is pinged; trackSilence without any
-	// message on it (pongs included) counts as a lost connection, so that a server that
-	// vanished without closing the connection does not leave copies served for minutes.
-	trackPing    = time.Second
+	// pushKeepAlive and pushKeepAliveProbes are the TCP keep-alive of a connection that only
+	// listens (tracking invalidations, a sentinel's announcements): the kernel probes it
+	// after a second of silence and every second after that, and breaks it when 9 probes in
+	// a row went unanswered. A server gone without closing the
+	// connection (its host lost, the network cut) is so noticed within about 10s, and copies
+	// are not served for minutes, at no cost to an idle Traefik: the probes are the kernel's,
+	// not Weir's, where a PING every second cost each store's interpreted goroutines a wake.
+	pushKeepAlive       = time.Second
+	pushKeepAliveProbes = 9
+	// trackPing is how often a listening connection is pinged anyway, and trackSilence
+	// without any message on it (pongs included) counts as a lost connection: for a server
+	// whose host answers the kernel's probes while the server itself answers nothing, and so
+	// takes no write that could make a copy stale. Seldom, since an idle Traefik pays for
+	// each store's pings (docs/benchmarks.md, "An idle Traefik").
+	trackPing    = 30 * time.Second
 	trackSilence = 3 * trackPing
+	// layoutCheck is how often a cluster's tracking looks whether a refresh of the slot map
+	// changed its primaries (trackCluster).
+	layoutCheck = time.Second
 	// trackRetry and trackMaxRetry space the attempts to track again after a failure.
 	trackRetry    = 100 * time.Millisecond
 	trackMaxRetry = 5 * time.Second
@@ -197,7 +211,7 @@ func (s *Store) trackOnce() (live bool, err error) {
 	}
 	moves := s.movesSeen()
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	c, err := s.dial(ctx)
+	c, err := s.dial(ctx, true)
 	cancel()
 	if err != nil {
 		return live, err

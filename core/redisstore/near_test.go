@@ -2,6 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -390,5 +393,20 @@ func TestChangeMark(t *testing.T) {
 	waitFor(t, "tracking again", b.NearLive)
 	if m, tracked := b.ChangeMark(); !tracked || m == mark {
 		t.Errorf("tracking back: mark %d (before %d), tracked %v; want moved, tracked", m, mark, tracked)
+	}
+}
+
+// TestListenerProbes: a connection that listens is probed by the kernel every second, and
+// given up after 9 probes unanswered, so that a server gone without a word is noticed within
+// about 10s without a PING a second.
+func TestListenerProbes(t *testing.T) {
+	var d net.Dialer
+	listenerProbes(&d)
+	c := reflect.ValueOf(d).FieldByName("KeepAliveConfig")
+	if !c.IsValid() {
+		t.Skip("net.Dialer has no KeepAliveConfig before Go 1.23")
+	}
+	if got, want := fmt.Sprint(c.Interface()), "{true 1s 1s 9}"; got != want {
+		t.Errorf("KeepAliveConfig = %s, want %s", got, want)
 	}
 }

@@ -5,12 +5,13 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"reflect"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
 
-// keepAlive is the TCP keep-alive period of connections to the server.
+// keepAlive is the TCP keep-alive period of a pool's connections to the server.
 const keepAlive = time.Minute
 
 // newPool returns an empty connection pool. redis.Pool runs interpreted only with the
@@ -19,7 +20,7 @@ const keepAlive = time.Minute
 func (s *Store) newPool() *redis.Pool {
 	return &redis.Pool{
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			return s.dial(ctx)
+			return s.dial(ctx, false)
 		},
 		MaxIdle:     s.maxIdle,
 		MaxActive:   s.maxActive,
@@ -43,31 +44,36 @@ func (s *Store) resetPool(p *redis.Pool) {
 }
 
 // dial connects to the server, within ctx and Timeout, and authenticates and selects the
-// database.
+// database. A connection that listens (for tracking invalidations or a sentinel's
+// announcements, near.go) is probed by the kernel every pushKeepAlive, a pool's every
+// keepAlive.
 //
 // It dials and runs the TLS handshake itself, then wraps the connection with redis.NewConn,
 // rather than leaving this to redis.DialContext: the handshake then ends with ctx (redigo's
 // own runs on a goroutine bounded only by its handshake timeout), and AUTH and SELECT go
 // through statusReply, without which their "OK" is an error under Yaegi.
-func (s *Store) dial(ctx context.Context) (redis.Conn, error) {
+func (s *Store) dial(ctx context.Context, listens bool) (redis.Conn, error) {
 	if s.srv.sentinel {
-		return s.dialPrimary(ctx)
+		return s.dialPrimary(ctx, listens)
 	}
-	return s.dialAddr(ctx, s.srv.addr)
+	return s.dialAddr(ctx, s.srv.addr, listens)
 }
 
 // dialAddr is dial to addr, one node of a cluster or the primary the sentinels name; its
 // certificate is checked for its own host unless the URL named a serverName.
-func (s *Store) dialAddr(ctx context.Context, addr string) (redis.Conn, error) {
-	return s.dialAs(ctx, addr, s.srv.user, s.srv.password, s.srv.db)
+func (s *Store) dialAddr(ctx context.Context, addr string, listens bool) (redis.Conn, error) {
+	return s.dialAs(ctx, addr, s.srv.user, s.srv.password, s.srv.db, listens)
 }
 
 // dialAs is dialAddr authenticating as user with password (none when password is empty),
 // and selecting db.
-func (s *Store) dialAs(ctx context.Context, addr, user, password string, db int) (redis.Conn, error) {
+func (s *Store) dialAs(ctx context.Context, addr, user, password string, db int, listens bool) (redis.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	d := net.Dialer{KeepAlive: keepAlive}
+	if listens {
+		listenerProbes(&d)
+	}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -123,4 +129,20 @@ func expect(ctx context.Context, c redis.Conn, want, cmd string, args ...interfa
 		return fmt.Errorf("%s: reply %v, want %s", cmd, reply, want)
 	}
 	return nil
+}
+
+// listenerProbes has the kernel probe what d dials every pushKeepAlive, pushKeepAliveProbes
+// times before it gives up. Set through reflect: net.KeepAliveConfig came with Go 1.23, after
+// this module's go directive and Yaegi v0.16.1's symbols, neither of which can name it, while
+// the Dialer of the Traefik running Weir has the field. (KeepAlive alone sets the idle time
+// and leaves the probes 15s apart.) A Go without it leaves d as it was.
+func listenerProbes(d *net.Dialer) {
+	c := reflect.ValueOf(d).Elem().FieldByName("KeepAliveConfig")
+	if !c.IsValid() {
+		return
+	}
+	c.FieldByName("Enable").SetBool(true)
+	c.FieldByName("Idle").SetInt(int64(pushKeepAlive))
+	c.FieldByName("Interval").SetInt(int64(pushKeepAlive))
+	c.FieldByName("Count").SetInt(pushKeepAliveProbes)
 }

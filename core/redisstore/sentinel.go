@@ -58,7 +58,7 @@ func (s *Store) Primary() string {
 
 // dialPrimary is dial with Redis Sentinel: to the primary known, or, before any is, to the
 // one the sentinels name.
-func (s *Store) dialPrimary(ctx context.Context) (redis.Conn, error) {
+func (s *Store) dialPrimary(ctx context.Context, listens bool) (redis.Conn, error) {
 	addr := s.Primary()
 	if addr == "" {
 		found, err := s.resolve(ctx)
@@ -68,7 +68,7 @@ func (s *Store) dialPrimary(ctx context.Context) (redis.Conn, error) {
 		s.follow(found)
 		addr = found
 	}
-	return s.dialAddr(ctx, addr)
+	return s.dialAddr(ctx, addr, listens)
 }
 
 // resolve asks the sentinels, each in turn until one answers, where the primary is.
@@ -95,7 +95,7 @@ func (s *Store) resolveTimeout() time.Duration {
 
 // askSentinel asks the sentinel at addr where the primary is.
 func (s *Store) askSentinel(ctx context.Context, addr string) (string, error) {
-	c, err := s.dialSentinel(ctx, addr)
+	c, err := s.dialSentinel(ctx, addr, false)
 	if err != nil {
 		return "", err
 	}
@@ -120,8 +120,8 @@ func (s *Store) askSentinel(ctx context.Context, addr string) (string, error) {
 }
 
 // dialSentinel connects to the sentinel at addr, authenticated as the URL's options say.
-func (s *Store) dialSentinel(ctx context.Context, addr string) (redis.Conn, error) {
-	return s.dialAs(ctx, addr, s.srv.sentinelUser, s.srv.sentinelPassword, 0)
+func (s *Store) dialSentinel(ctx context.Context, addr string, listens bool) (redis.Conn, error) {
+	return s.dialAs(ctx, addr, s.srv.sentinelUser, s.srv.sentinelPassword, 0, listens)
 }
 
 // follow makes addr the primary. Moving from another one replaces the pool (the old one's
@@ -229,7 +229,7 @@ func (s *Store) watchSentinels() {
 // closes. It reports whether it was subscribed.
 func (s *Store) watchOnce(addr string) (heard bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	c, err := s.dialSentinel(ctx, addr)
+	c, err := s.dialSentinel(ctx, addr, true)
 	cancel()
 	if err != nil {
 		return heard, err
