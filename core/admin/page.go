@@ -73,10 +73,10 @@ const pageHTML = `<!doctype html>
 </section>
 <section>
   <h2>Breakers</h2>
-  <table id="breakers">
+  <div class="scroll"><table id="breakers">
     <thead><tr><th>scope key</th><th>state</th><th>time left</th><th>opened by</th><th>last failure</th><th>trips</th><th>window</th><th>parameters</th><th>actions</th></tr></thead>
     <tbody></tbody>
-  </table>
+  </table></div>
   <form id="declare">
     <label>Add a scope key <input name="key" placeholder="api.example.com" required></label>
     <button type="submit">add</button>
@@ -87,17 +87,17 @@ const pageHTML = `<!doctype html>
   <h2>Origin limiter</h2>
   <p id="limiter"></p>
   <div class="pair">
-    <table id="partitions"><thead><tr><th>busiest partitions</th><th>in flight</th><th>queued</th></tr></thead><tbody></tbody></table>
-    <table id="hosts"><thead><tr><th>busiest hosts</th><th>in flight</th><th>queued</th></tr></thead><tbody></tbody></table>
+    <div class="scroll"><table id="partitions"><thead><tr><th>busiest partitions</th><th>in flight</th><th>queued</th></tr></thead><tbody></tbody></table></div>
+    <div class="scroll"><table id="hosts"><thead><tr><th>busiest hosts</th><th>in flight</th><th>queued</th></tr></thead><tbody></tbody></table></div>
   </div>
 </section>
 <section>
   <h2>Refusals</h2>
-  <table id="refusals"><thead><tr><th>reason</th><th>answer</th><th>refused since start</th></tr></thead><tbody></tbody></table>
+  <div class="scroll"><table id="refusals"><thead><tr><th>reason</th><th>answer</th><th>refused since start</th></tr></thead><tbody></tbody></table></div>
 </section>
 <section>
   <h2>Pacing</h2>
-  <table id="pacing"><thead><tr><th>host or domain</th><th>rate</th><th>origin</th><th>actions</th></tr></thead><tbody></tbody></table>
+  <div class="scroll"><table id="pacing"><thead><tr><th>host or domain</th><th>rate</th><th>origin</th><th>actions</th></tr></thead><tbody></tbody></table></div>
   <form id="pace">
     <label>Pace <input name="name" placeholder="feeds.example.com" required></label>
     <label>at <input name="rate" placeholder="3/10s" required></label>
@@ -106,7 +106,7 @@ const pageHTML = `<!doctype html>
 </section>
 <section>
   <h2>Miss-rate anomalies</h2>
-  <table id="anomalies"><thead><tr><th>partition</th><th>misses</th><th>lookups</th><th>ratio</th><th>throttled</th></tr></thead><tbody></tbody></table>
+  <div class="scroll"><table id="anomalies"><thead><tr><th>partition</th><th>misses</th><th>lookups</th><th>ratio</th><th>throttled</th></tr></thead><tbody></tbody></table></div>
 </section>
 <section>
   <h2>Store</h2>
