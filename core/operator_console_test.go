@@ -150,3 +150,52 @@ func TestConsoleLookup(t *testing.T) {
 		t.Errorf("fleet: got %+v, want no shared store", f)
 	}
 }
+
+// TestConsoleSampleTellsWhatMoved: a sample tells whether a counter moved since the last,
+// which keeps the process's sampler running; a second already sampled is not sampled again.
+func TestConsoleSampleTellsWhatMoved(t *testing.T) {
+	clock := newFakeClock()
+	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=600"}, "page")
+	h := newTestHandler(t, Settings{Now: clock.Now, Log: discardLog}, o)
+	steps := []struct {
+		desc    string
+		request bool
+		advance time.Duration
+		want    bool
+	}{
+		{desc: "the first sample", want: false},
+		{desc: "a request, the next second", request: true, advance: time.Second, want: true},
+		{desc: "a request, the same second", request: true, want: false},
+		{desc: "the next second", advance: time.Second, want: true},
+		{desc: "nothing, a second later", advance: time.Second, want: false},
+	}
+	for _, st := range steps {
+		if st.request {
+			wantCode(t, st.desc, do(t, h, "GET", "http://example.com/page"), 200)
+		}
+		clock.Add(st.advance)
+		if got := sampleConsole(h.e, clock.Now()); got != st.want {
+			t.Errorf("%s: moved %v, want %v", st.desc, got, st.want)
+		}
+	}
+}
+
+// TestConsoleSamplerEndsWhenQuiet: the process's sampler ends after consoleQuiet ticks in
+// which nothing moved, so that an idle Weir runs no timer for it.
+func TestConsoleSamplerEndsWhenQuiet(t *testing.T) {
+	clock := newFakeClock()
+	newTestHandler(t, Settings{Now: clock.Now, Log: discardLog}, staticOrigin(t, 200, nil, "page"))
+	done := make(chan struct{})
+	go func() {
+		runConsole(time.Millisecond)
+		close(done)
+	}()
+	select {
+	case _, ok := <-done:
+		if ok {
+			t.Fatal("done sent a value, want it closed")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sampler hangs: it did not end with nothing moving")
+	}
+}

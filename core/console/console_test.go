@@ -73,7 +73,9 @@ func TestSeriesMemoryIsBoundedUnderAFlood(t *testing.T) {
 	if want := SeriesLength * (8 + 4*10); s.Bytes() != want {
 		t.Errorf("Bytes: got %d, want %d", s.Bytes(), want)
 	}
-	if grown := heap(t) - before; grown > int64(2*s.Bytes())+64<<10 {
+	// Under Yaegi the interpreter's own allocations drown the ring's: the heap is measured
+	// compiled, the counts both ways.
+	if grown := heap(t) - before; !interpreted() && grown > int64(2*s.Bytes())+64<<10 {
 		t.Errorf("heap grew %d bytes over %d samples, want at most %d", grown, n, 2*s.Bytes()+64<<10)
 	}
 	runtime.KeepAlive(s)
@@ -95,7 +97,7 @@ func TestTableMemoryIsBoundedUnderAFloodOfDistinctKeys(t *testing.T) {
 	if hosts.Len() > 128 || paths.Len() > 128 {
 		t.Errorf("rows after %d keys: got %d and %d, want at most 128", n, hosts.Len(), paths.Len())
 	}
-	if grown := heap(t) - before; grown > int64(hosts.Bytes()+paths.Bytes()) {
+	if grown := heap(t) - before; !interpreted() && grown > int64(hosts.Bytes()+paths.Bytes()) {
 		t.Errorf("heap grew %d bytes over %d keys, want at most %d", grown, n, hosts.Bytes()+paths.Bytes())
 	}
 	end := now + int64(n/1000)
