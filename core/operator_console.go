@@ -24,7 +24,7 @@ func (o operator) Series(now time.Time) console.View {
 }
 
 // Events lists the events kept, newest first, of kind and naming host.
-func (o operator) Events(kind, host string) []admin.Event {
+func (o operator) Events(kind, host string) []events.Record {
 	if host != "" {
 		host = hostkey.Canonical(host)
 	}
@@ -34,16 +34,7 @@ func (o operator) Events(kind, host string) []admin.Event {
 		}
 		return host == "" || eventNames(r, host)
 	}
-	kept := o.e.events.kept().Newest(0, keep)
-	out := make([]admin.Event, len(kept))
-	for i, r := range kept {
-		ev := admin.Event{Seq: r.Seq, Time: r.Time, Level: r.Level, Event: r.Name, Fields: make([]admin.EventField, len(r.Fields))}
-		for j, f := range r.Fields {
-			ev.Fields[j] = admin.EventField{Key: f.Key, Value: f.Value}
-		}
-		out[i] = ev
-	}
-	return out
+	return o.e.events.kept().Newest(0, keep)
 }
 
 // eventHostFields are the fields of an event that name a host: a breaker's scope (a host,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/console"
+	"github.com/weirproxy/weir/core/events"
 )
 
 // adminJSON gets path from h's admin with the token and decodes the answer into v.
@@ -104,11 +105,11 @@ func TestConsoleTablesAndEvents(t *testing.T) {
 		{"another host", "?host=www.example.com", 0},
 	}
 	for _, tt := range tests {
-		var got struct{ Events []admin.Event }
+		var got struct{ Events []events.Record }
 		adminJSON(t, h, "api/events"+tt.query, &got)
 		n := 0
 		for _, ev := range got.Events {
-			if ev.Event == "breaker_opened" {
+			if ev.Name == "breaker_opened" {
 				n++
 			}
 		}
@@ -137,7 +138,7 @@ func TestConsoleLookup(t *testing.T) {
 	if e.Found {
 		t.Errorf("after the purge: got %+v, want nothing stored", e)
 	}
-	var got struct{ Events []admin.Event }
+	var got struct{ Events []events.Record }
 	adminJSON(t, h, "api/events?kind=purged", &got)
 	if len(got.Events) != 1 || got.Events[0].Fields[0].Value != "url" {
 		t.Errorf("purge events: got %+v, want one naming the url", got.Events)

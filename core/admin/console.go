@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/console"
+	"github.com/weirproxy/weir/core/events"
 )
 
 // Console is what the page's overview reads, beside State: an Engine that implements it
@@ -17,28 +18,13 @@ type Console interface {
 	Series(now time.Time) console.View
 	// Events are the last events kept (at most 500), newest first, of kind (the event's
 	// name; "": any) and naming host (its scope, partition, URL or name; "": any).
-	Events(kind, host string) []Event
+	Events(kind, host string) []events.Record
 	// Tables are the busiest hosts and partitions over the last fifteen minutes.
 	Tables(now time.Time) Tables
 	// Lookup tells what is stored for url (absolute), read as a client's GET would be.
 	Lookup(ctx context.Context, url string, now time.Time) (Entry, error)
 	// Fleet lists the instances sharing the store that were seen recently.
 	Fleet(ctx context.Context, now time.Time) (Fleet, error)
-}
-
-// Event is one event of the feed, its fields as its log line writes them.
-type Event struct {
-	Seq    int64        `json:"seq"`
-	Time   time.Time    `json:"time"`
-	Level  string       `json:"level"`
-	Event  string       `json:"event"`
-	Fields []EventField `json:"fields"`
-}
-
-// EventField is one field of an Event.
-type EventField struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
 }
 
 // Tables are the busiest hosts and partitions, with what the rest add up to.
