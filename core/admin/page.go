@@ -355,13 +355,15 @@ const charts = {
     const p50 = recent(col(v, "p50")), p95 = recent(col(v, "p95"));
     return p50 || p95 ? "origin answers in " + fmtNum(p50) + " ms (p50), " + fmtNum(p95) + " ms (p95)" : "no origin requests timed"; }},
 };
+function clock(t) { return t ? new Date(t * 1000).toLocaleTimeString() : ""; }
 function svgEl(tag, attrs) { const e = document.createElementNS(svgNS, tag); for (const k in attrs) e.setAttribute(k, attrs[k]); return e; }
-// drawChart draws the last 15 minutes of lines into the figure's svg: x from the window's
-// start to the last sample, y from 0 to the largest value (or max).
+// drawChart draws the last 15 minutes of lines into the figure's svg: x from the first
+// sample within them to the last (a page opened a minute after Weir started spreads that
+// minute over the width), y from 0 to the largest value (or max).
 function drawChart(fig, v, spec) {
   const svg = $("svg", fig), W = 300, H = 90, pad = 4;
   const lines = spec.lines(v);
-  const end = last(v.times), start = end - 900;
+  const end = last(v.times), start = Math.max(v.times.length ? v.times[0] : end, end - 900), span = Math.max(end - start, 1);
   let top = spec.max || 0;
   if (!spec.max) for (const [name] of lines) for (const x of (name ? col(v, name) : [])) top = Math.max(top, x);
   if (top <= 0) top = 1;
@@ -372,8 +374,8 @@ function drawChart(fig, v, spec) {
   lines.forEach(([name, label], i) => {
     const color = palette[i % palette.length];
     const ys = name ? col(v, name) : v.times.map(() => 0);
-    const pts = v.times.map((t, j) => (pad + (W - 2 * pad) * (t - start) / 900).toFixed(1) + "," + (H - pad - (H - 2 * pad) * ys[j] / top).toFixed(1));
-    nodes.push(svgEl("polyline", {points: pts.join(" "), fill: "none", stroke: color, "stroke-width": 1.2, "data-line": label, "vector-effect": "non-scaling-stroke"}));
+    const pts = v.times.map((t, j) => (pad + (W - 2 * pad) * (t - start) / span).toFixed(1) + "," + (H - 10 - (H - 14) * ys[j] / top).toFixed(1));
+    nodes.push(svgEl("polyline", {points: pts.join(" "), fill: "none", stroke: color, "stroke-width": 1.5, "data-line": label, "vector-effect": "non-scaling-stroke"}));
     const s = document.createElement("span"); const sw = document.createElement("i"); sw.className = "swatch"; sw.style.background = color;
     s.append(sw, document.createTextNode(label + " " + fmtNum(recent(ys))));
     key.appendChild(s);
@@ -381,6 +383,10 @@ function drawChart(fig, v, spec) {
   const topLabel = svgEl("text", {x: W - pad, y: 10, "text-anchor": "end", "font-size": 8, fill: "#777"});
   topLabel.textContent = spec.max === 1 ? "100%" : fmtNum(top);
   nodes.push(topLabel);
+  for (const [x, anchor, label] of [[pad, "start", clock(start)], [W - pad, "end", clock(end)]]) {
+    const e = svgEl("text", {x: x, y: H - 2, "text-anchor": anchor, "font-size": 7, fill: "#999"});
+    e.textContent = label; nodes.push(e);
+  }
   svg.replaceChildren(...nodes);
   svg.setAttribute("aria-label", nodes[0].textContent);
   fig.dataset.points = String(v.times.length);
