@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -198,5 +199,21 @@ func TestConsoleSamplerEndsWhenQuiet(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the sampler hangs: it did not end with nothing moving")
+	}
+}
+
+// BenchmarkConsoleSample is one second's sample of one engine, as the process's sampler
+// takes it once a second while anything moves: its cost per second, not per request.
+func BenchmarkConsoleSample(b *testing.B) {
+	clock := newFakeClock()
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	h, err := New("bench-console-sample", Settings{Now: clock.Now, Log: discardLog}, origin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		clock.Add(time.Second)
+		sampleConsole(h.e, clock.Now())
 	}
 }
