@@ -17,14 +17,14 @@ import (
 
 // Series catches the ring up to now and wakes the sampler, so that a page being watched
 // gets a sample a second.
-func (o operator) Series(now time.Time) console.View {
+func (o operator) Series(now time.Time, since int64) console.View {
 	sampleConsole(o.e, now)
 	wakeConsole()
-	return o.e.metrics.console.series.View(0)
+	return o.e.metrics.console.series.View(since)
 }
 
-// Events lists the events kept, newest first, of kind and naming host.
-func (o operator) Events(kind, host string) []events.Record {
+// Events lists the last n events kept, newest first, of kind and naming host.
+func (o operator) Events(kind, host string, n int) []events.Record {
 	if host != "" {
 		host = hostkey.Canonical(host)
 	}
@@ -34,7 +34,7 @@ func (o operator) Events(kind, host string) []events.Record {
 		}
 		return host == "" || eventNames(r, host)
 	}
-	return o.e.events.kept().Newest(0, keep)
+	return o.e.events.kept().Newest(n, keep)
 }
 
 // eventHostFields are the fields of an event that name a host: a breaker's scope (a host,

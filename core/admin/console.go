@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,11 +15,13 @@ import (
 // serves api/series, api/events, api/tables, api/lookup and api/fleet. Every method is safe
 // to call from many goroutines.
 type Console interface {
-	// Series is the last fifteen minutes, one sample a second, up to now.
-	Series(now time.Time) console.View
-	// Events are the last events kept (at most 500), newest first, of kind (the event's
-	// name; "": any) and naming host (its scope, partition, URL or name; "": any).
-	Events(kind, host string) []events.Record
+	// Series is the last fifteen minutes, one sample a second, up to now: those from second
+	// since (Unix; 0: all) on.
+	Series(now time.Time, since int64) console.View
+	// Events are the last n events kept (n <= 0: all, at most 500), newest first, of kind
+	// (the event's name; "": any) and naming host (its scope, partition, URL or name; "":
+	// any).
+	Events(kind, host string, n int) []events.Record
 	// Tables are the busiest hosts and partitions over the last fifteen minutes.
 	Tables(now time.Time) Tables
 	// Lookup tells what is stored for url (absolute), read as a client's GET would be.
@@ -120,9 +123,11 @@ func (h *Handler) console(w http.ResponseWriter, r *http.Request, rel string) {
 	now := h.now()
 	switch rel {
 	case "/api/series":
-		writeJSON(w, http.StatusOK, c.Series(now))
+		since, _ := strconv.ParseInt(q.Get("since"), 10, 64)
+		writeJSON(w, http.StatusOK, c.Series(now, since))
 	case "/api/events":
-		writeJSON(w, http.StatusOK, map[string]interface{}{"events": c.Events(strings.TrimSpace(q.Get("kind")), strings.TrimSpace(q.Get("host")))})
+		n, _ := strconv.Atoi(q.Get("n"))
+		writeJSON(w, http.StatusOK, map[string]interface{}{"events": c.Events(strings.TrimSpace(q.Get("kind")), strings.TrimSpace(q.Get("host")), n)})
 	case "/api/tables":
 		writeJSON(w, http.StatusOK, c.Tables(now))
 	case "/api/lookup":

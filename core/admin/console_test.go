@@ -17,10 +17,10 @@ type fakeConsole struct {
 	kind, host, url string
 }
 
-func (f *fakeConsole) Series(now time.Time) console.View {
+func (f *fakeConsole) Series(now time.Time, since int64) console.View {
 	return console.View{Step: 1, Names: []string{"client"}, Times: []int64{now.Unix()}, Values: [][]float64{{3}}}
 }
-func (f *fakeConsole) Events(kind, host string) []events.Record {
+func (f *fakeConsole) Events(kind, host string, n int) []events.Record {
 	f.kind, f.host = kind, host
 	return []events.Record{{Seq: 1, Name: "breaker_opened"}}
 }

@@ -413,18 +413,37 @@ async function getJSON(path) {
   if (!res.ok) { const d = await res.json().catch(() => ({})); say(path + ": " + (d.error || res.status), true); return null; }
   return res.json();
 }
+// series is the page's copy of the last 15 minutes: each poll asks only for the seconds from
+// the last it holds (which the sampler may have rewritten) on.
+let series = null;
+function mergeSeries(v) {
+  if (!series || !series.times.length || v.names.join() !== series.names.join()) { series = v; return; }
+  v.times.forEach((t, j) => {
+    let at = series.times.length;
+    while (at > 0 && series.times[at - 1] >= t) at--;
+    series.times.splice(at, series.times.length - at, t);
+    series.values.forEach((col, i) => col.splice(at, col.length - at, v.values[i][j]));
+  });
+  const from = last(series.times) - 900;
+  let drop = 0;
+  while (drop < series.times.length && series.times[drop] <= from) drop++;
+  if (drop) { series.times.splice(0, drop); for (const col of series.values) col.splice(0, drop); }
+}
 async function refreshSeries() {
-  const v = await getJSON("api/series");
-  if (!v) return;
+  const since = series && series.times.length ? last(series.times) : 0;
+  const got = await getJSON("api/series" + (since ? "?since=" + since : ""));
+  if (!got) return;
+  mergeSeries(got);
+  const v = series;
   for (const fig of document.querySelectorAll("figure.chart")) drawChart(fig, v, charts[fig.dataset.chart]);
   fillSeriesTable(v);
 }
 let eventFilter = "";
 const kinds = new Set();
 async function refreshEvents() {
-  const d = await getJSON("api/events" + eventFilter);
+  const d = await getJSON("api/events?n=200" + eventFilter);
   if (!d) return;
-  const items = d.events.slice(0, 200).map(ev => {
+  const items = d.events.map(ev => {
     const li = document.createElement("li"); li.className = "level-" + ev.level; li.dataset.event = ev.event; li.dataset.seq = ev.seq;
     const t = document.createElement("time"); t.dateTime = ev.time; t.textContent = new Date(ev.time).toLocaleTimeString();
     li.append(t, text("span", ev.event, "ev"), document.createTextNode(" " + ev.fields.map(f => f.key + "=" + f.value).join(" ")));
@@ -517,7 +536,7 @@ document.addEventListener("DOMContentLoaded", () => {
     const q = new URLSearchParams(), f = ev.target;
     if (f.elements.kind.value.trim()) q.set("kind", f.elements.kind.value.trim());
     if (f.elements.host.value.trim()) q.set("host", f.elements.host.value.trim());
-    eventFilter = q.toString() ? "?" + q.toString() : "";
+    eventFilter = q.toString() ? "&" + q.toString() : "";
     refreshEvents();
   });
   $("#lookup").addEventListener("submit", ev => { ev.preventDefault(); lookup(ev.target.elements.url.value.trim()); });

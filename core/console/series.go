@@ -106,7 +106,7 @@ func (s *Series) View(since int64) View {
 		}
 		v.Times = append(v.Times, s.times[at])
 		for i := range s.cols {
-			v.Values[i] = append(v.Values[i], float64(s.cols[i][at]))
+			v.Values[i] = append(v.Values[i], round4(float64(s.cols[i][at])))
 		}
 	}
 	return v
@@ -145,4 +145,14 @@ func Quantile(upper []float64, counts []int64, q float64) float64 {
 		seen += c
 	}
 	return upper[len(upper)-1]
+}
+
+// round4 rounds v to four decimals, so that a float32 widened to float64 (0.775 read back
+// as 0.7749999761581421) is written short: arithmetic, not math.Round, a call into compiled
+// code that costs Yaegi far more.
+func round4(v float64) float64 {
+	if v < 0 {
+		return -float64(int64(-v*1e4+0.5)) / 1e4
+	}
+	return float64(int64(v*1e4+0.5)) / 1e4
 }
