@@ -186,7 +186,10 @@ func TestConsoleSampleTellsWhatMoved(t *testing.T) {
 // which nothing moved, so that an idle Weir runs no timer for it.
 func TestConsoleSamplerEndsWhenQuiet(t *testing.T) {
 	clock := newFakeClock()
-	newTestHandler(t, Settings{Now: clock.Now, Log: discardLog}, staticOrigin(t, 200, nil, "page"))
+	// The origin in a variable: Yaegi v0.16.1 panics on one built inline as an http.Handler
+	// argument (docs/yaegi.md).
+	o := staticOrigin(t, 200, nil, "page")
+	newTestHandler(t, Settings{Now: clock.Now, Log: discardLog}, o)
 	done := make(chan struct{})
 	go func() {
 		runConsole(time.Millisecond)
