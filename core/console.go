@@ -188,7 +188,14 @@ func sampleConsole(e *engine, now time.Time) bool {
 	c.last, c.lastAt = r, sec
 	c.mu.Unlock()
 	if at == 0 {
-		prev, at = r, sec-1
+		// The first sample: the counters started at zero when the console did, so what they
+		// hold is spread over the time since, and nothing that came before the sampler first
+		// woke is lost (a clock behind the console's start, as a test's, takes one second).
+		prev = consoleReading{}
+		at = c.started
+		if at >= sec {
+			at = sec - 1
+		}
 	}
 	gap := sec - at
 	values := consoleValues(e, prev, r, gap, stats)
@@ -217,10 +224,14 @@ func consoleValues(e *engine, prev, r consoleReading, gap int64, stats limit.Sta
 		hitRatio = float64(r.hits-prev.hits) / per / client
 	}
 	var p50, p95 float64
-	if len(r.latency) == len(prev.latency) && len(r.latency) > 0 {
+	if len(r.latency) > 0 {
+		// A first reading's baseline holds no buckets: zero.
 		d := make([]int64, len(r.latency))
 		for i := range d {
-			d[i] = r.latency[i] - prev.latency[i]
+			d[i] = r.latency[i]
+			if i < len(prev.latency) {
+				d[i] -= prev.latency[i]
+			}
 		}
 		upper := e.metrics.origin[0].Upper()
 		p50 = console.Quantile(upper, d, 0.5) * 1000

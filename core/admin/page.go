@@ -163,7 +163,9 @@ td.left,td.window,.param{white-space:nowrap}
 #entry{display:grid;grid-template-columns:max-content 1fr;gap:.15em 1em}
 #entry dt{color:#555}#entry dd{margin:0}
 form label{margin-right:.5em}
-@media (max-width:640px){body{margin:.6em}header{flex-wrap:wrap}.charts{grid-template-columns:1fr}input{max-width:60vw}}
+#entry dd,#events li,#fleet td,.now{overflow-wrap:anywhere}
+select,input{max-width:100%}
+@media (max-width:640px){body{margin:.6em}header{flex-wrap:wrap}.charts{grid-template-columns:1fr}input{max-width:60vw}form{display:flex;flex-wrap:wrap;gap:.3em}}
 .origin-operator td.origin{font-weight:bold;color:#8e44ad}
 `
 

@@ -344,7 +344,12 @@ func TestAdminPage(t *testing.T) {
 			return chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
 		})
 		if wide > 1 {
-			t.Errorf("at %d px the page is %d px wider than the screen", shot.width, wide)
+			over := step(p, "find what is wider", func(ctx context.Context) (string, error) {
+				return chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("body *")].filter(e =>
+					e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest(".scroll")).slice(0, 8).map(e =>
+					e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className && typeof e.className === "string" ? "." + e.className : "")).join(" ")`))
+			})
+			t.Errorf("at %d px the page is %d px wider than the screen: %s", shot.width, wide, over)
 		}
 		path := filepath.Join(dir, shot.name)
 		if err := os.WriteFile(path, p.screenshot(), 0o644); err != nil {
