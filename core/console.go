@@ -240,9 +240,10 @@ func consoleValues(e *engine, prev, r consoleReading, gap int64, stats limit.Sta
 	out := []float64{client, origin, saved, hitRatio, float64(r.stale-prev.stale) / per,
 		float64(stats.Fetch.InFlight), float64(stats.Fetch.Size), p50, p95}
 	for i := range r.shed {
-		n := int64(0)
+		// A first reading's baseline holds no counts: zero.
+		n := r.shed[i]
 		if i < len(prev.shed) {
-			n = r.shed[i] - prev.shed[i]
+			n -= prev.shed[i]
 		}
 		out = append(out, float64(n)/per)
 	}

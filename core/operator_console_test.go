@@ -220,3 +220,35 @@ func BenchmarkConsoleSample(b *testing.B) {
 		sampleConsole(h.e, clock.Now())
 	}
 }
+
+// TestConsoleFirstSampleCountsFromTheStart: what came before the first sample (the
+// sampler sleeps until something wakes it) is in it, refusals and latency included.
+func TestConsoleFirstSampleCountsFromTheStart(t *testing.T) {
+	clock := newFakeClock()
+	o := staticOrigin(t, 503, nil, "down")
+	s := adminSettings(Settings{Now: clock.Now, Log: discardLog})
+	s.Breaker.MinRequests = 2
+	h := newTestHandler(t, s, o)
+	for i := 0; i < 5; i++ {
+		do(t, h, "GET", "http://api.example.com/p?i="+itoa(int64(i)))
+	}
+	var v console.View
+	adminJSON(t, h, "api/series", &v)
+	if len(v.Times) != 1 {
+		t.Fatalf("samples: got %d, want 1", len(v.Times))
+	}
+	tests := []struct {
+		name string
+		want float64
+	}{
+		{"client", 5}, {"origin", 2}, {consoleRefusedPrefix + "circuit-open", 3},
+	}
+	for _, tt := range tests {
+		if got := column(t, v, tt.name)[0]; got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if got := column(t, v, "p95")[0]; got <= 0 {
+		t.Errorf("p95: got %v, want the fetches' latency", got)
+	}
+}
