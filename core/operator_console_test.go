@@ -155,6 +155,8 @@ func TestConsoleLookup(t *testing.T) {
 
 // TestConsoleSampleTellsWhatMoved: a sample tells whether a counter moved since the last,
 // which keeps the process's sampler running; a second already sampled is not sampled again.
+// The test samples at seconds of its own, ahead of the engine's clock, which the process's
+// sampler (woken by the fetch) reads: it cannot take one of them first.
 func TestConsoleSampleTellsWhatMoved(t *testing.T) {
 	clock := newFakeClock()
 	o := staticOrigin(t, 200, []string{"Cache-Control", "max-age=600"}, "page")
@@ -171,12 +173,13 @@ func TestConsoleSampleTellsWhatMoved(t *testing.T) {
 		{desc: "the next second", advance: time.Second, want: true},
 		{desc: "nothing, a second later", advance: time.Second, want: false},
 	}
+	at := clock.Now().Add(24 * time.Hour)
 	for _, st := range steps {
 		if st.request {
 			wantCode(t, st.desc, do(t, h, "GET", "http://example.com/page"), 200)
 		}
-		clock.Add(st.advance)
-		if got := sampleConsole(h.e, clock.Now()); got != st.want {
+		at = at.Add(st.advance)
+		if got := sampleConsole(h.e, at); got != st.want {
 			t.Errorf("%s: moved %v, want %v", st.desc, got, st.want)
 		}
 	}
@@ -222,7 +225,9 @@ func BenchmarkConsoleSample(b *testing.B) {
 }
 
 // TestConsoleFirstSampleCountsFromTheStart: what came before the first sample (the
-// sampler sleeps until something wakes it) is in it, refusals and latency included.
+// sampler sleeps until something wakes it) is counted, refusals and latency included. The
+// process's sampler, which the fetches wake, may take a sample between two of the requests:
+// then the rest are the next second's. Summed over the seconds, the counts are the requests.
 func TestConsoleFirstSampleCountsFromTheStart(t *testing.T) {
 	clock := newFakeClock()
 	o := staticOrigin(t, 503, nil, "down")
@@ -232,11 +237,9 @@ func TestConsoleFirstSampleCountsFromTheStart(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		do(t, h, "GET", "http://api.example.com/p?i="+itoa(int64(i)))
 	}
+	clock.Add(time.Second)
 	var v console.View
 	adminJSON(t, h, "api/series", &v)
-	if len(v.Times) != 1 {
-		t.Fatalf("samples: got %d, want 1", len(v.Times))
-	}
 	tests := []struct {
 		name string
 		want float64
@@ -244,11 +247,21 @@ func TestConsoleFirstSampleCountsFromTheStart(t *testing.T) {
 		{"client", 5}, {"origin", 2}, {consoleRefusedPrefix + "circuit-open", 3},
 	}
 	for _, tt := range tests {
-		if got := column(t, v, tt.name)[0]; got != tt.want {
-			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		sum := 0.0
+		for _, x := range column(t, v, tt.name) {
+			sum += x
+		}
+		if sum != tt.want {
+			t.Errorf("%s: got %v a second over %v, want %v in all", tt.name, column(t, v, tt.name), v.Times, tt.want)
 		}
 	}
-	if got := column(t, v, "p95")[0]; got <= 0 {
-		t.Errorf("p95: got %v, want the fetches' latency", got)
+	p95 := 0.0
+	for _, x := range column(t, v, "p95") {
+		if x > p95 {
+			p95 = x
+		}
+	}
+	if p95 <= 0 {
+		t.Errorf("p95: got %v, want the fetches' latency", column(t, v, "p95"))
 	}
 }
