@@ -98,14 +98,18 @@ func (t *Table) Note(key string, now int64, field int, took time.Duration) {
 	if r == nil {
 		r = t.take(key, now)
 	}
-	for _, x := range []*row{r, t.all} {
-		x.add(now, field, t.fields)
-		x.last = now
-		if took >= 0 {
-			x.latency[latencyBucket(took)]++
-		}
-	}
+	r.note(now, field, t.fields, took)
+	t.all.note(now, field, t.fields, took)
 	r.weight++
+}
+
+// note counts one of field at second now in r, and the latency took when not negative.
+func (r *row) note(now int64, field, fields int, took time.Duration) {
+	r.add(now, field, fields)
+	r.last = now
+	if took >= 0 {
+		r.latency[latencyBucket(took)]++
+	}
 }
 
 // take gives key a row: a new one while there is room, else the row of a key not seen in
