@@ -58,6 +58,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, a *answer) {
 		count(h.e.metrics.outcomes, o)
 		if o == outcomeStale {
 			countStale(h.e, a.detail)
+			noteStale(h, r)
 		}
 	}
 	hdr := w.Header()

@@ -24,5 +24,8 @@
 //   - fleet_*.go: what instances sharing a store share (breakers, budgets, the control
 //     record, window counts);
 //   - operator.go, operator_purge.go: the admin's view and actions, and purging;
+//   - console.go, operator_console.go: the admin's overview (core/console): the series
+//     sampled once a second, the busiest hosts and partitions, the events kept, a URL's
+//     entry, the fleet;
 //   - telemetry.go, eventlog.go: metrics and event lines; warm.go: warming.
 package core

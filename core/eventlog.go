@@ -18,6 +18,8 @@ type eventLog struct {
 	shed *events.Summary
 	// conf is the format and sink the Log was built for.
 	conf string
+	// recent keeps the last events for the admin's feed, across the Logs built here.
+	recent *events.Recent
 }
 
 // current returns the Log to write to.
@@ -26,6 +28,14 @@ func (l *eventLog) current() *events.Log {
 	log := l.log
 	l.mu.Unlock()
 	return log
+}
+
+// kept returns the events kept for the admin's feed (nil before configure).
+func (l *eventLog) kept() *events.Recent {
+	l.mu.Lock()
+	k := l.recent
+	l.mu.Unlock()
+	return k
 }
 
 // summary returns the Summary that counts shed requests.
@@ -44,7 +54,10 @@ func (l *eventLog) configure(name string, s Settings) {
 	if l.log != nil && l.conf == conf {
 		return
 	}
-	log, err := events.New(events.Settings{Format: s.LogFormat, Middleware: name, Sink: s.Events, Now: s.Now})
+	if l.recent == nil {
+		l.recent = &events.Recent{}
+	}
+	log, err := events.New(events.Settings{Format: s.LogFormat, Middleware: name, Sink: s.Events, Now: s.Now, Recent: l.recent})
 	if err != nil {
 		// validate checked the format.
 		return

@@ -112,6 +112,7 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	serveOrigin(h.next, rec, req)
 	respTime := h.s.Now()
 	observeOrigin(h.e, t, respTime.Sub(reqTime))
+	noteFetch(h.e, httpcache.PartitionOf(key), hostkey.Canonical(req.Host), respTime, respTime.Sub(reqTime))
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}

@@ -45,8 +45,8 @@ func purgeKey(e *engine, ctx context.Context, key string) (int, error) {
 	return p.PurgeKey(ctx, key)
 }
 
-// Purge drops what p names (admin.Engine).
-func (o operator) Purge(ctx context.Context, p admin.Purge) (int, error) {
+// purgeNamed drops what p names (admin.Engine's Purge, operator_console.go).
+func (o operator) purgeNamed(ctx context.Context, p admin.Purge) (int, error) {
 	e := o.e
 	switch {
 	case p.URL != "":

@@ -95,6 +95,7 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.E
 		return
 	}
 	countShed(h.e, why)
+	noteRefused(h, r)
 	if why == reasonCircuitOpen {
 		h.e.metrics.shortCircuits.add(f.scope)
 	}

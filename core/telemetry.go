@@ -57,12 +57,14 @@ type engineMetrics struct {
 	// request through (originStates).
 	origin []*metrics.Histogram
 	store  *metrics.Histogram
+	// console is what the admin's overview draws (console.go).
+	console *consoleState
 }
 
 // newEngineMetrics registers the families of the middleware name; the collect functions
 // read whatever engine the registry holds for name when the metrics are written.
 func newEngineMetrics(name string) (*engineMetrics, error) {
-	m := &engineMetrics{reg: &metrics.Registry{}}
+	m := &engineMetrics{reg: &metrics.Registry{}, console: newConsoleState()}
 	r := m.reg
 	var err error
 	one := func(values []string) [][]string {

@@ -106,6 +106,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, h.engine.State(h.now()))
 	default:
+		if consolePaths[rel] {
+			h.console(w, r, rel)
+			return
+		}
 		if strings.HasPrefix(rel, "/api/") {
 			h.action(w, r, rel[len("/api/"):])
 			return

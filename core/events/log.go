@@ -37,6 +37,8 @@ type Settings struct {
 	// AfterFunc calls f once, on a goroutine of its own, d from now, as time.AfterFunc does:
 	// a Summary's timer. Nil: time.AfterFunc.
 	AfterFunc func(d time.Duration, f func())
+	// Recent, when set, keeps the last events as well (the admin's feed). Nil: none kept.
+	Recent *Recent
 }
 
 // ParseFormat returns the format log.format names (case-insensitive; empty selects logfmt), or
@@ -59,6 +61,8 @@ type Log struct {
 	sink  func(line string)
 	now   func() time.Time
 	after func(d time.Duration, f func())
+	// recent keeps the last events; nil for none.
+	recent *Recent
 }
 
 // Package variables holding func literals, not top-level functions: Yaegi v0.16.1 cannot hand
@@ -74,7 +78,7 @@ func New(s Settings) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{json: format == FormatJSON, sink: s.Sink, now: s.Now, after: s.AfterFunc}
+	l := &Log{json: format == FormatJSON, sink: s.Sink, now: s.Now, after: s.AfterFunc, recent: s.Recent}
 	if l.json {
 		l.mw = string(jsonString([]byte(`,"middleware":`), s.Middleware))
 	} else {
@@ -104,6 +108,9 @@ func (l *Log) Emit(name string, fields ...Field) {
 	level, ok := levels[name]
 	if !ok {
 		level = LevelInfo
+	}
+	if l.recent != nil {
+		l.recent.add(t, level, name, fields)
 	}
 	if l.json {
 		l.sink(jsonLine(t, level, name, l.mw, fields))

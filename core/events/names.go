@@ -105,6 +105,11 @@ const (
 	// current minute, this one included), throttled (Bool, they reached the limit: the
 	// address's next attempts get 429 until the minute ends).
 	AdminAuthFailed = "admin_auth_failed"
+	// Purged: an operator purged through the admin (a URL, a prefix, a host, a tag or
+	// everything).
+	// Fields: what (Str: "url", "prefix", "host", "tag" or "all"), value (Str, what was named;
+	// left out for all), dropped (Int, the entries dropped; -1 when the store cannot tell).
+	Purged = "purged"
 )
 
 // The levels of event lines (level=), by how much an operator should care: info for what
@@ -150,6 +155,7 @@ var levels = map[string]string{
 	WarmDone:    LevelInfo,
 	// Someone is trying tokens, or an operator's script holds an old one.
 	AdminAuthFailed: LevelWarn,
+	Purged:          LevelInfo,
 }
 
 // Level returns the level of the event name: LevelInfo for a name that is not one of this

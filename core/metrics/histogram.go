@@ -110,3 +110,17 @@ func newBounds(name string, upper []float64) (*bounds, error) {
 	b.le[len(upper)] = `le="+Inf"}`
 	return b, nil
 }
+
+// Buckets appends the histogram's count in each bucket (not cumulative, the +Inf bucket
+// last) to dst, each read atomically, for a reader that takes differences over time (the
+// admin's series).
+func (h *Histogram) Buckets(dst []int64) []int64 {
+	for i := range h.counts {
+		dst = append(dst, atomic.LoadInt64(&h.counts[i]))
+	}
+	return dst
+}
+
+// Upper returns the histogram's finite upper bounds, in its unit; the +Inf bucket follows
+// them.
+func (h *Histogram) Upper() []float64 { return h.upper }

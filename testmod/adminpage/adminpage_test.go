@@ -41,6 +41,10 @@ const (
 	stepTimeout = 30 * time.Second
 	// testBudget bounds the browser's whole life, its start included.
 	testBudget = 5 * time.Minute
+	// feedTimeout is how soon an event must show in the page's feed (issue: within 3 s).
+	feedTimeout = 3 * time.Second
+	// seriesTimeout bounds the wait for 10 samples of the series, one a second.
+	seriesTimeout = 45 * time.Second
 	// screenshotName is the screenshot's file, in testdata/admin/ with -update-screenshot.
 	screenshotName = "page.png"
 )
@@ -129,6 +133,11 @@ func TestAdminPage(t *testing.T) {
 	if got := p.text("the trips", row+" td.trips"); got != "1" {
 		t.Errorf("trips %q, want 1", got)
 	}
+	// The breaker's opening is in the events feed within 3 s of the page's first refresh
+	// (the breakers' table above is that refresh's): the feed polls every 2 s.
+	p.do("see the opening in the events feed", chromedp.Poll[chromedp.Void](
+		fmt.Sprintf(`[...document.querySelectorAll("#events li[data-event=breaker_opened]")].some(li => li.textContent.includes(%q))`, "scope="+host),
+		chromedp.WithPollingTimeout(feedTimeout)))
 
 	// 3. Close it: the row turns closed and requests reach the origin again.
 	p.do("close the breaker",
@@ -235,22 +244,9 @@ func TestAdminPage(t *testing.T) {
 		t.Errorf("api/state: the pace of %s is %+v, want 2/1s by the operator", host, pc)
 	}
 
-	// 8. The page as it stands, for the README.
+	// 8. The page settles: the breaker closed, the key opened by hand.
 	p.do("wait for the page to settle", chromedp.WaitVisible(chromedp.CSS(row+".state-closed")),
 		chromedp.WaitVisible(chromedp.CSS(declared+".state-open")))
-	shot := p.screenshot()
-	dir := t.TempDir()
-	if *updateScreenshot {
-		dir = filepath.Join(root, "testdata", "admin")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(dir, screenshotName)
-	if err := os.WriteFile(path, shot, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s (%d bytes)", path, len(shot))
 
 	// 9. Clear the pace: its row goes, and api/state lists it no more.
 	p.do("clear the pace", chromedp.Click(chromedp.CSS(paced+" button.clear")),
@@ -258,6 +254,117 @@ func TestAdminPage(t *testing.T) {
 	p.wantMessage("pacing " + host + ": done")
 	if pc := s.pace(host); pc.Name != "" {
 		t.Errorf("api/state after the clear: %+v, want no pace for %s", pc, host)
+	}
+
+	// 10. The console: with traffic flowing, every chart of the overview draws at least 10
+	// points (one a second), the hosts table lists the host, and the URL lookup shows the
+	// stored page's time to live.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+			// Errors are the test's concern only through what the page shows.
+			for _, path := range []string{"/x/product", "/x/product", "/x/product", fmt.Sprintf("/x/live?i=%d", i)} {
+				if req, err := http.NewRequest(http.MethodGet, s.tr.URL(path), nil); err == nil {
+					if resp, err := s.tr.Client().Do(req); err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}
+			}
+		}
+	}()
+	// The first sample spreads what came since the middleware started over those seconds;
+	// then one comes a second: the count must grow by 3 as well as reach 10.
+	first := step(p, "count the points drawn", func(ctx context.Context) (int, error) {
+		return chromedp.Run(ctx, chromedp.Evaluate[int](`Number(document.querySelector("figure.chart").dataset.points || 0)`))
+	})
+	want := first + 3
+	if want < 10 {
+		want = 10
+	}
+	p.do(fmt.Sprintf("see every chart draw %d points", want), chromedp.Poll[chromedp.Void](fmt.Sprintf(
+		`[...document.querySelectorAll("figure.chart")].every(f => f.querySelectorAll("polyline").length > 0 &&
+		   [...f.querySelectorAll("polyline")].every(l => l.getAttribute("points").split(" ").length >= %d))`, want),
+		chromedp.WithPollingTimeout(seriesTimeout)))
+	close(stop)
+	select {
+	case <-done:
+	case <-time.After(stepTimeout):
+		t.Fatal("the traffic hangs: not stopped within the step's timeout")
+	}
+	charts := step(p, "count the charts", func(ctx context.Context) (int, error) {
+		return chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("figure.chart").length`))
+	})
+	if charts != 6 {
+		t.Errorf("charts drawn: %d, want 6", charts)
+	}
+	// The refusal of step 1 (circuit-open) has its line.
+	p.do("see the refusals chart draw circuit-open", chromedp.WaitVisible(chromedp.CSS(`figure[data-chart=refusals] polyline[data-line=circuit-open]`)))
+	if got := p.text("the traffic in words", `figure[data-chart=traffic] .now`); !strings.Contains(got, "saved") {
+		t.Errorf("the traffic chart says %q, want the requests a second and the share saved", got)
+	}
+	p.do("see the host in the hosts table", chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#host-table tr[data-key=%q]`, host))))
+	p.do("look up the product",
+		chromedp.SendKeys(chromedp.CSS(`#lookup input[name=url]`), s.tr.URL("/x/product")+"\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#entry dd[data-field=ttl]`)))
+	ttl := p.text("the entry's time to live", `#entry dd[data-field=ttl]`)
+	var secs float64
+	if _, err := fmt.Sscanf(ttl, "%g s", &secs); err != nil || secs <= 0 || secs > 600 {
+		t.Errorf("the entry's time to live reads %q, want up to 600 s (max-age=600)", ttl)
+	}
+	if got := p.text("the entry's tags", `#entry dd[data-field=tags]`); got != "catalog "+tag {
+		t.Errorf("the entry's tags read %q, want %q", got, "catalog "+tag)
+	}
+
+	// 11. Screenshots at a desktop's width and a phone's, as the test's artifacts
+	// ($WEIR_ARTIFACTS, else a temporary folder); at a phone's width nothing is wider than
+	// the screen (wide tables scroll in their box). With -update-screenshot the desktop's
+	// is the README's too.
+	dir := os.Getenv("WEIR_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, shot := range []struct {
+		name          string
+		width, height int64
+	}{{"console-desktop.png", 1280, 800}, {"console-phone.png", 390, 844}} {
+		p.do("set the width to "+fmt.Sprint(shot.width), chromedp.EmulateViewport(shot.width, shot.height),
+			chromedp.Poll[chromedp.Void](`document.querySelector("figure.chart polyline") !== null`, chromedp.WithPollingTimeout(stepTimeout)))
+		wide := step(p, "measure the page's width", func(ctx context.Context) (int, error) {
+			return chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
+		})
+		if wide > 1 {
+			over := step(p, "find what is wider", func(ctx context.Context) (string, error) {
+				return chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("body *")].filter(e =>
+					e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest(".scroll")).slice(0, 8).map(e =>
+					e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className && typeof e.className === "string" ? "." + e.className : "")).join(" ")`))
+			})
+			t.Errorf("at %d px the page is %d px wider than the screen: %s", shot.width, wide, over)
+		}
+		png := p.screenshot()
+		paths := []string{filepath.Join(dir, shot.name)}
+		if *updateScreenshot && shot.width == 1280 {
+			paths = append(paths, filepath.Join(root, "testdata", "admin", screenshotName))
+		}
+		for _, path := range paths {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("screenshot: %s (%d bytes)", path, len(png))
+		}
 	}
 	p.checkConsole("the end")
 }
