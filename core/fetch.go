@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/core/setting"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -116,6 +117,11 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 		rec.WriteHeader(http.StatusOK)
 	}
 	leave(h, t, rec.status, respTime.Sub(reqTime), rec.header)
+	if h.private != nil && len(rec.header[httpcache.FieldWeirPurgeUser]) > 0 {
+		// A logout's answer to a GET: the user's private entries go (private.go). The field
+		// itself never leaves Weir (httpcache.WeirOnlyField).
+		purgeUserOf(h, req)
+	}
 	if rec.written < rec.declared && rec.mode != modeDecline && rec.mode != modeDiscard {
 		// Traefik's proxy aborts (panics) when the origin's body breaks off; a handler that
 		// returns with a short body instead must not have it stored, nor the hit-for-pass
@@ -183,7 +189,14 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 // markUnshared marks key hit-for-pass after an answer that could not be shared for reason,
 // unless the reason speaks of the request alone (its credentials, its no-store): that says
 // nothing of the answer others get, and the key stays cacheable (FR-COA-8).
+//
+// Nor under private.paths: there the answer an anonymous request got says nothing of what
+// a user's request gets, and a mark, which the hit path finds before any private lookup,
+// would send every user's request past the private cache.
 func (h *Handler) markUnshared(key, reason string, now time.Time) {
+	if h.private != nil && setting.MatchPattern(keyPath(key), h.private.paths) >= 0 {
+		return
+	}
 	if !httpcache.RequestScoped(reason) {
 		h.markPass(key, now)
 	}

@@ -35,8 +35,12 @@ type Engine interface {
 	WriteMetrics(w io.Writer) error
 }
 
-// Purge names what to drop; exactly one field is set.
+// Purge names what to drop; exactly one field is set, but URL may come with User.
 type Purge struct {
+	// User drops the private cache's entries of one user: every one, or with URL that URL's
+	// alone. It is the identity's value as the client sends it (the session cookie's value,
+	// the Authorization header), hashed at once and never kept nor shown.
+	User string `json:"user,omitempty"`
 	// URL drops one URL (absolute, "https://example.com/a?b=1") with all its variants.
 	URL string `json:"url,omitempty"`
 	// Prefix drops every URL starting with it ("https://example.com/static/").
