@@ -23,8 +23,8 @@ import (
 // in, a cache of that user's alone, under a key that holds an HMAC of the identity, never
 // the identity itself. It runs where the shared cache missed (serveFrom, serveSharedAt):
 // the shared cache stores nothing under private.paths (bucketOf), so the hit path's one
-// lookup never finds anything there, and a middleware without private.paths pays nothing
-// for this stage on the hit path.
+// lookup never finds anything there (FR-PRV-2), and a middleware without private.paths pays
+// nothing for this stage on the hit path.
 
 // Defaults of private.*, applied by Settings.withDefaults.
 const (
@@ -277,7 +277,8 @@ func privatePrefix(secret []byte, id string) string {
 	return privateNS + hex.EncodeToString(m.Sum(nil))[:privateIDLen] + "/"
 }
 
-// privateKey is the private key of the URL whose shared key is key, for the identity id.
+// privateKey is the private key of the URL whose shared key is key, for the identity id
+// (FR-PRV-3).
 func privateKey(secret []byte, id, key string) string {
 	return privatePrefix(secret, id) + key
 }
@@ -309,7 +310,7 @@ func privateRequest(h *Handler, w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	// Coalesced with the same identity's requests for the URL alone: the flight's key is
-	// the private key.
+	// the private key (FR-PRV-4).
 	c, leader := h.e.flights.Join(pkey)
 	if !leader {
 		h.follow(w, r, c, pkey, nil, statusFwd+fwdURIMiss+paramCollapsed)
@@ -415,7 +416,7 @@ func privateFetch(h *Handler, p *privateStage, req *http.Request, cancel context
 }
 
 // purgeUserOf drops every private entry of r's identity, on an answer that carried
-// Weir-Purge-User (a logout), wherever r's path is. Nothing without the private cache or
+// Weir-Purge-User (a logout), wherever r's path is (FR-PRV-5). Nothing without the private cache or
 // without an identity.
 func purgeUserOf(h *Handler, r *http.Request) {
 	p := h.private
