@@ -198,7 +198,8 @@ func keepPrivate(e, old *engine, s Settings) error {
 	c := &privateCache{conf: conf}
 	switch {
 	case p.secret != "":
-		c.secret, c.fromFile = []byte(p.secret), true
+		c.secret = []byte(p.secret)
+		c.fromFile = true
 	case o != nil && !o.fromFile:
 		c.secret = o.secret
 	default:
