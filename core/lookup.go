@@ -198,11 +198,12 @@ func sharedGet(h *Handler, ctx context.Context, key string, now time.Time) *stor
 // put stores ent, answering req, under key, with a variant index in front of it when the
 // answer varies. It reports whether the entry was stored.
 func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
-	return putIn(h, h.e.store, key, req, ent)
+	return putIn(h, h.e.store, key, req, ent, nil)
 }
 
-// putIn is put into st: the engine's store, or the private cache's.
-func putIn(h *Handler, st store.Store, key string, req *http.Request, ent *store.Entry) bool {
+// putIn is put into st: the engine's store, or, with secret set, the private cache's, whose
+// variant keys hold an HMAC of the varied fields (privateVariantKey).
+func putIn(h *Handler, st store.Store, key string, req *http.Request, ent *store.Entry, secret []byte) bool {
 	ent.Prepare()
 	ctx, cancel := context.WithTimeout(context.Background(), h.s.StoreTimeout)
 	defer cancel()
@@ -226,7 +227,7 @@ func putIn(h *Handler, st store.Store, key string, req *http.Request, ent *store
 	if err := st.Set(ctx, key, idx); err != nil {
 		return false
 	}
-	return st.Set(ctx, httpcache.VariantKey(httpcache.GenerationKey(key, idx), ent.Vary, req), ent) == nil
+	return st.Set(ctx, privateVariantKey(secret, httpcache.GenerationKey(key, idx), ent.Vary, req), ent) == nil
 }
 
 // requestNoCache tells whether the client asked that nothing stored be used without

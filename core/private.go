@@ -284,6 +284,19 @@ func privateKey(secret []byte, id, key string) string {
 	return privatePrefix(secret, id) + key
 }
 
+// privateVariantKey is httpcache.VariantKey for the private cache (secret set): the varied
+// fields' values, which may be the identity itself (Vary: Cookie, Vary: Authorization), are
+// in the key as an HMAC, as the identity is (FR-PRV-3). With secret nil, VariantKey.
+func privateVariantKey(secret []byte, base string, names []string, r *http.Request) string {
+	v := httpcache.VariantKey(base, names, r)
+	if secret == nil {
+		return v
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(v[len(base):]))
+	return base + "\x00vary" + hex.EncodeToString(m.Sum(nil))[:privateIDLen]
+}
+
 // privateRequest serves r from the private cache, or through its fetch, when its path is
 // under private.paths and it carries an identity, and reports whether it did. A function,
 // not a method: one frame on the paths that call it (docs/yaegi.md).
@@ -345,7 +358,7 @@ func privateLookup(h *Handler, p *privateStage, r *http.Request, key string, now
 	if ent == nil || !ent.VaryIndex {
 		return ent
 	}
-	ent = privateGet(h, p, httpcache.VariantKey(httpcache.GenerationKey(key, ent), ent.Vary, r), now)
+	ent = privateGet(h, p, privateVariantKey(p.c.secret, httpcache.GenerationKey(key, ent), ent.Vary, r), now)
 	if ent == nil || ent.VaryIndex {
 		return nil
 	}
@@ -409,7 +422,7 @@ func privateFetch(h *Handler, p *privateStage, req *http.Request, cancel context
 	if len(ent.Vary) > 0 {
 		res.varKey = httpcache.VariantKey(key, ent.Vary, req)
 	}
-	res.stored = putIn(h, p.c.st, key, req, ent)
+	res.stored = putIn(h, p.c.st, key, req, ent, p.c.secret)
 	if !res.stored {
 		res.reason = httpcache.ReasonTooLarge
 	}

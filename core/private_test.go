@@ -458,3 +458,41 @@ func TestPrivateOffUnchanged(t *testing.T) {
 	w = do(t, h, http.MethodGet, "http://example.com/account", "Cookie", "session=alice")
 	wantAnswer(t, w, 200, privateMissed+"; detail=uncacheable", "alice 2")
 }
+
+// TestPrivateVaryHidesIdentity: an answer varying on the identity's own field (Vary:
+// Cookie) is stored per variant, under keys that hold neither the cookie nor its value.
+func TestPrivateVaryHidesIdentity(t *testing.T) {
+	clock := newFakeClock()
+	o := userOrigin(t, []string{"Cache-Control", "private, max-age=60", "Vary", "Cookie, Accept-Language"})
+	h := newTestHandler(t, privateSettings(clock), o)
+	steps := []struct {
+		desc, cookie, cacheStatus, body string
+	}{
+		{"alice", "session=alice-secret-value", privateStored, "alice-secret-value 1"},
+		{"alice again", "session=alice-secret-value", privateHit, "alice-secret-value 1"},
+		{"alice with another cookie beside", "session=alice-secret-value; theme=dark", privateStored, "alice-secret-value 2"},
+		{"bob", "session=bob-secret-value", privateStored, "bob-secret-value 3"},
+	}
+	for _, st := range steps {
+		w := do(t, h, http.MethodGet, "http://example.com/account", "Cookie", st.cookie)
+		if got := w.Header().Get("Cache-Status"); got != st.cacheStatus {
+			t.Errorf("%s: Cache-Status = %q, want %q", st.desc, got, st.cacheStatus)
+		}
+		if got := w.Body.String(); got != st.body {
+			t.Errorf("%s: body = %q, want %q", st.desc, got, st.body)
+		}
+	}
+	var keys []string
+	h.private.c.mem.DeleteFunc(func(key string) bool {
+		keys = append(keys, key)
+		return false
+	})
+	if len(keys) != 5 {
+		t.Errorf("private keys %q: want 2 indexes and 3 variants", keys)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, "secret-value") || strings.Contains(k, "theme") {
+			t.Errorf("private key %q holds the request's Cookie", k)
+		}
+	}
+}
