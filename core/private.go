@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/setting"
 	"github.com/weirproxy/weir/core/store"
@@ -371,27 +370,12 @@ func privateLookup(h *Handler, p *privateStage, r *http.Request, key string, now
 // the user's entries and is not stored.
 func privateFetch(h *Handler, p *privateStage, req *http.Request, cancel context.CancelFunc, key string, sk *sink) *fetchResult {
 	defer cancel()
-	t, refused := enter(h, req.Context(), httpcache.Partition(req), hostkey.Canonical(req.Host), req.URL.Path, false, wayRecord)
-	if t == nil {
+	oa, refused := gatedFetch(h, req, httpcache.Partition(req), wayRecord, &p.policy, sk, false)
+	if oa == nil {
 		return &fetchResult{refused: *refused}
 	}
-	// Deferred: a panic in the next handler must not keep the slot.
-	defer leave(h, t, 0, 0, nil)
-	rec := &recorder{h: h, policy: &p.policy, req: req, header: make(http.Header), sink: sk}
-	reqTime := h.s.Now()
-	serveOrigin(h.next, rec, req)
-	respTime := h.s.Now()
-	observeOrigin(h.e, t, respTime.Sub(reqTime))
-	if !rec.wroteHeader {
-		rec.WriteHeader(http.StatusOK)
-	}
-	leave(h, t, rec.status, respTime.Sub(reqTime), rec.header)
-	purge := len(rec.header[httpcache.FieldWeirPurgeUser]) > 0
-	if purge {
-		delete(rec.header, httpcache.FieldWeirPurgeUser)
-		purgeUserOf(h, req)
-	}
-	if rec.written < rec.declared && rec.mode != modeDecline && rec.mode != modeDiscard {
+	rec := oa.rec
+	if oa.truncated {
 		return &fetchResult{status: rec.status, truncated: true}
 	}
 	res := &fetchResult{status: rec.status, header: rec.header, body: rec.body, reason: rec.reason}
@@ -408,14 +392,14 @@ func privateFetch(h *Handler, p *privateStage, req *http.Request, cancel context
 	case httpcache.IsOriginError(rec.status):
 		res.originError = true
 		return res
-	case !rec.storable || purge:
+	case !rec.storable || oa.purged:
 		return res
 	}
-	ent := p.policy.NewEntry(rec.status, rec.header, rec.body, rec.cc, reqTime, respTime)
+	ent := p.policy.NewEntry(rec.status, rec.header, rec.body, rec.cc, oa.reqTime, oa.respTime)
 	// Kept as long as fresh: a private entry is never revalidated nor served stale.
 	ent.KeepUntil = ent.FreshUntil
 	res.entry = ent
-	if !ent.FreshUntil.After(respTime) {
+	if !ent.FreshUntil.After(oa.respTime) {
 		// Fresh for no time (no-cache, max-age=0): shared with the flight, not stored.
 		return res
 	}
