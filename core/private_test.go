@@ -13,6 +13,7 @@ import (
 
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/core/store"
 	"github.com/weirproxy/weir/internal/clocktest"
 )
 
@@ -495,4 +496,42 @@ func TestPrivateVaryHidesIdentity(t *testing.T) {
 			t.Errorf("private key %q holds the request's Cookie", k)
 		}
 	}
+}
+
+// TestPrivateShared: with private.shared, private entries go to the engine's store under
+// their hashed keys, so that two instances reading one store and one secret file share
+// them; a purge of the user through one drops them for both.
+func TestPrivateShared(t *testing.T) {
+	clock := newFakeClock()
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("fleet secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shared := store.NewMemory(store.MemorySettings{})
+	o := userOrigin(t, []string{"Cache-Control", "private, max-age=60"})
+	s := privateSettings(clock)
+	s.Store = shared
+	s.StoreID = "one store"
+	s.Private.Shared = true
+	s.Private.SecretFile = file
+	a := newTestHandler(t, s, o)
+	b := newTestHandler(t, s, o)
+	const url = "http://example.com/account"
+	wantAnswer(t, do(t, a, http.MethodGet, url, "Cookie", "session=alice"), 200, privateStored, "alice 1")
+	wantAnswer(t, do(t, b, http.MethodGet, url, "Cookie", "session=alice"), 200, privateHit, "alice 1")
+	wantAnswer(t, do(t, b, http.MethodGet, url, "Cookie", "session=bob"), 200, privateStored, "bob 2")
+	if n, _ := shared.Len(); n != 2 {
+		t.Errorf("the shared store holds %d entries, want 2", n)
+	}
+	shared.DeleteFunc(func(key string) bool {
+		if !strings.HasPrefix(key, privateNS) || strings.Contains(key, "alice") || strings.Contains(key, "bob") {
+			t.Errorf("shared key %q: want a private key without the identity", key)
+		}
+		return false
+	})
+	if _, err := (operator{e: a.e}).Purge(context.Background(), admin.Purge{User: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	wantAnswer(t, do(t, b, http.MethodGet, url, "Cookie", "session=alice"), 200, privateStored, "alice 3")
+	wantAnswer(t, do(t, a, http.MethodGet, url, "Cookie", "session=bob"), 200, privateHit, "bob 2")
 }
