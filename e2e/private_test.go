@@ -44,12 +44,14 @@ func privateConf(conf map[string]interface{}) map[string]interface{} {
 	return conf
 }
 
-// asUser is the header of a request with user's session cookie ("": none).
+// asUser is the header of a request with user's session cookie ("": none), for
+// sharedHost: the cache key holds the host, which the two Traefiks of a fleet would
+// otherwise see as their own addresses.
 func asUser(user string) map[string]string {
 	if user == "" {
-		return nil
+		return map[string]string{"Host": sharedHost}
 	}
-	return map[string]string{"Cookie": "session=" + user}
+	return map[string]string{"Host": sharedHost, "Cookie": "session=" + user}
 }
 
 // checkPrivate runs the steps on a (and b, the second Traefik of a fleet, when not nil).
@@ -85,6 +87,7 @@ func checkPrivate(t *testing.T, o *Origin, a, b *Traefik) {
 
 	// Alice logs out: her entry goes, Bob's stays, and the client never sees the field.
 	r := send(t, a, http.MethodPost, "/pv/logout", asUser("alice"))
+	wantCount(t, o, "/pv/logout", 1)
 	wantReply(t, "logout", r, http.StatusOK, "bye")
 	if v := r.header.Get("Weir-Purge-User"); v != "" {
 		t.Errorf("logout: the client got Weir-Purge-User %q", v)
