@@ -24,8 +24,8 @@ type buckets struct {
 	policies []httpcache.Policy
 }
 
-// newBuckets parses s's cache.paths and cache.ttls (validated already) over base, the
-// Handler's policy. Nil when neither is set: the fetch then pays one nil test.
+// newBuckets parses s's cache.paths, cache.ttls and private.paths (validated already) over
+// base, the Handler's policy. Nil when none is set: the fetch then pays one nil test.
 func newBuckets(s Settings, base httpcache.Policy) *buckets {
 	if len(s.CachePaths) == 0 && len(s.CacheTTLs) == 0 && len(s.Private.Paths) == 0 {
 		return nil
@@ -56,7 +56,8 @@ func newBuckets(s Settings, base httpcache.Policy) *buckets {
 }
 
 // bucketOf returns the policy for an answer stored under key, and whether cache.paths (and
-// private.paths, which it never stores) let it be stored. A function of the fetch's, not a method: one frame per origin fetch.
+// private.paths, under which the shared cache stores nothing) let it be stored. A function
+// of the fetch's, not a method: one frame per origin fetch.
 func bucketOf(h *Handler, key string) (*httpcache.Policy, bool) {
 	b := h.buckets
 	if b == nil {
