@@ -125,6 +125,9 @@ func (c *Config) settings() (core.Settings, error) {
 	if err := c.buckets(&s); err != nil {
 		return s, err
 	}
+	if err := c.private(&s); err != nil {
+		return s, err
+	}
 	counts := []struct {
 		field string
 		value string
@@ -192,6 +195,34 @@ func (c *Config) buckets(s *core.Settings) error {
 			return fmt.Errorf("%w: cache.ttls: %q must be pattern=duration such as \"/static/*=1h\": %v", errConfig, v, err)
 		}
 		s.CacheTTLs = append(s.CacheTTLs, core.PathTTL{Pattern: pattern, TTL: ttl})
+	}
+	return nil
+}
+
+// private reads private.*. The identity's form and the patterns are checked here with the
+// values as the operator wrote them; the core checks them again.
+func (c *Config) private(s *core.Settings) error {
+	p := &s.Private
+	for _, v := range splitList(c.Private.Paths) {
+		if _, err := setting.ParsePattern(v); err != nil {
+			return fmt.Errorf("%w: private.paths: %q %v", errConfig, v, err)
+		}
+		p.Paths = append(p.Paths, v)
+	}
+	p.Identity = strings.TrimSpace(c.Private.Identity)
+	if _, _, err := core.ParseIdentity(p.Identity); err != nil {
+		return fmt.Errorf("%w: private.identity: %q %v", errConfig, c.Private.Identity, err)
+	}
+	var err error
+	if p.TTL, err = parseDuration("private.ttl", c.Private.TTL); err != nil {
+		return err
+	}
+	if p.MaxSize, err = parseSize("private.maxSize", c.Private.MaxSize); err != nil {
+		return err
+	}
+	p.SecretFile = strings.TrimSpace(c.Private.SecretFile)
+	if p.Shared, err = parseBool("private.shared", c.Private.Shared); err != nil {
+		return err
 	}
 	return nil
 }

@@ -82,6 +82,9 @@ var labelFields = []labelField{
 	{"stale.ifError", func(c *Config, v string) { c.Stale.IfError = v }},
 	{"stale.whileRevalidate", func(c *Config, v string) { c.Stale.WhileRevalidate = v }},
 	{"refusal.body", func(c *Config, v string) { c.Refusal.Body = v }},
+	{"private.identity", func(c *Config, v string) { c.Private.Identity = v }},
+	{"private.ttl", func(c *Config, v string) { c.Private.TTL = v }},
+	{"private.maxSize", func(c *Config, v string) { c.Private.MaxSize = v }},
 }
 
 // configSeed sets two fields (chosen by index, modulo the table) and key.queryDrop.

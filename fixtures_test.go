@@ -23,9 +23,11 @@ var otherFields = []labelField{
 	{"store.keyPrefix", func(c *Config, v string) { c.Store.KeyPrefix = v }},
 	{"store.nearCache", func(c *Config, v string) { c.Store.NearCache = v }},
 	{"budgets.shared", func(c *Config, v string) { c.Budgets.Shared = v }},
+	{"private.shared", func(c *Config, v string) { c.Private.Shared = v }},
 	// Files, read when the middleware is built.
 	{"store.urlFile", func(c *Config, v string) { c.Store.URLFile = v }},
 	{"admin.tokenFile", func(c *Config, v string) { c.Admin.TokenFile = v }},
+	{"private.secretFile", func(c *Config, v string) { c.Private.SecretFile = v }},
 }
 
 // listField is a list of Weir's section, and how to set it.
@@ -49,6 +51,7 @@ var listFields = []listField{
 	{"pacing", func(c *Config, list []string) { c.Pacing = list }},
 	{"warm.paths", func(c *Config, list []string) { c.Warm.Paths = list }},
 	{"warm.hosts", func(c *Config, list []string) { c.Warm.Hosts = list }},
+	{"private.paths", func(c *Config, list []string) { c.Private.Paths = list }},
 }
 
 // decodeConfig decodes Weir's section of a middleware, as Traefik hands it over, into a
@@ -192,9 +195,10 @@ func TestDynamicFixtures(t *testing.T) {
 			}
 			for _, fields := range [][]labelField{labelFields, otherFields} {
 				for _, f := range fields {
-					// store.url dials a server; budgets.shared needs it; a file stands for a
+					// store.url dials a server; budgets.shared and private.shared need it; a file stands for a
 					// value given here.
-					if !given[f.name] && f.name != "store.url" && f.name != "budgets.shared" && f.name != "store.urlFile" && f.name != "admin.tokenFile" {
+					if !given[f.name] && f.name != "store.url" && f.name != "budgets.shared" && f.name != "store.urlFile" && f.name != "admin.tokenFile" &&
+						f.name != "private.shared" && f.name != "private.secretFile" {
 						t.Errorf("%s: %s is not given", file, f.name)
 					}
 				}

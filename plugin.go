@@ -32,6 +32,7 @@ type Config struct {
 	Warm      WarmConfig      `json:"warm,omitempty"`
 	Stale     StaleConfig     `json:"stale,omitempty"`
 	Refusal   RefusalConfig   `json:"refusal,omitempty"`
+	Private   PrivateConfig   `json:"private,omitempty"`
 	// Pacing spaces the requests that reach a host, or every host of a domain, evenly: one
 	// string each, "feeds.example.com=3/10s" (rates N/10s, N/1s or N/1m). A list, not a map:
 	// hosts hold dots, which labels would split into nested keys.
@@ -181,6 +182,31 @@ type CacheConfig struct {
 	// ("false": PURGE passes to the origin like any other method). Restrict who can send
 	// PURGE (an IP allow list middleware on a dedicated router) before turning it on.
 	AllowPurge string `json:"allowPurge,omitempty"`
+	// Unknown holds the options of this section Weir does not know, which New refuses
+	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
+	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`
+}
+
+// PrivateConfig is the private cache: answers stored for one user alone, under a key
+// that holds an HMAC of the user's identity, never the identity itself.
+type PrivateConfig struct {
+	// Paths are the path patterns (cache.paths' grammar) whose answers are per user ("/account",
+	// "/cart/*"); setting them turns the private cache on ("": off, the default). The shared
+	// cache stores nothing under them.
+	Paths []string `json:"paths,omitempty"`
+	// Identity is where a user's identity is read: "cookie:<name>" or "header:<Name>"
+	// ("header:Authorization", the default).
+	Identity string `json:"identity,omitempty"`
+	// TTL is the freshness of a private answer whose origin states none ("1m").
+	TTL string `json:"ttl,omitempty"`
+	// MaxSize is the private cache's own memory budget ("8MiB").
+	MaxSize string `json:"maxSize,omitempty"`
+	// SecretFile is a file holding the key of the identities' HMAC, the same on every
+	// instance of a fleet ("": a random key made at start, this instance's alone).
+	SecretFile string `json:"secretFile,omitempty"`
+	// Shared stores private answers in the shared store (store.url) under their hashed keys
+	// ("false": in this instance's memory). It needs store.url and secretFile.
+	Shared string `json:"shared,omitempty"`
 	// Unknown holds the options of this section Weir does not know, which New refuses
 	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
 	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`

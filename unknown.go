@@ -24,6 +24,7 @@ func (c *Config) unknownOptions() error {
 		{"admin", c.Admin.Unknown}, {"log", c.Log.Unknown}, {"budgets", c.Budgets.Unknown},
 		{"admission", c.Admission.Unknown}, {"clients", c.Clients.Unknown}, {"warm", c.Warm.Unknown},
 		{"stale", c.Stale.Unknown}, {"refusal", c.Refusal.Unknown},
+		{"private", c.Private.Unknown},
 	}
 	var found []string
 	for _, sec := range sections {

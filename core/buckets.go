@@ -15,19 +15,27 @@ const reasonUnstoredPath = "path-not-cached"
 type buckets struct {
 	// paths are the patterns of the paths stored; nil: every path.
 	paths []setting.Pattern
+	// private are private.paths: answers there are per user, and the shared cache stores
+	// none of them, for any request (private.go).
+	private []setting.Pattern
 	// ttls are cache.ttls' patterns, policies the policy each gives: the Handler's with
 	// DefaultTTL replaced.
 	ttls     []setting.Pattern
 	policies []httpcache.Policy
 }
 
-// newBuckets parses s's cache.paths and cache.ttls (validated already) over base, the
-// Handler's policy. Nil when neither is set: the fetch then pays one nil test.
+// newBuckets parses s's cache.paths, cache.ttls and private.paths (validated already) over
+// base, the Handler's policy. Nil when none is set: the fetch then pays one nil test.
 func newBuckets(s Settings, base httpcache.Policy) *buckets {
-	if len(s.CachePaths) == 0 && len(s.CacheTTLs) == 0 {
+	if len(s.CachePaths) == 0 && len(s.CacheTTLs) == 0 && len(s.Private.Paths) == 0 {
 		return nil
 	}
 	b := &buckets{}
+	for _, v := range s.Private.Paths {
+		if p, err := setting.ParsePattern(v); err == nil {
+			b.private = append(b.private, p)
+		}
+	}
 	for _, v := range s.CachePaths {
 		p, err := setting.ParsePattern(v)
 		if err == nil {
@@ -47,15 +55,16 @@ func newBuckets(s Settings, base httpcache.Policy) *buckets {
 	return b
 }
 
-// bucketOf returns the policy for an answer stored under key, and whether cache.paths lets
-// it be stored. A function of the fetch's, not a method: one frame per origin fetch.
+// bucketOf returns the policy for an answer stored under key, and whether cache.paths (and
+// private.paths, under which the shared cache stores nothing) let it be stored. A function
+// of the fetch's, not a method: one frame per origin fetch.
 func bucketOf(h *Handler, key string) (*httpcache.Policy, bool) {
 	b := h.buckets
 	if b == nil {
 		return &h.policy, true
 	}
 	path := keyPath(key)
-	keep := len(b.paths) == 0 || setting.MatchPattern(path, b.paths) >= 0
+	keep := (len(b.paths) == 0 || setting.MatchPattern(path, b.paths) >= 0) && setting.MatchPattern(path, b.private) < 0
 	pol := &h.policy
 	if i := setting.MatchPattern(path, b.ttls); i >= 0 {
 		pol = &b.policies[i]

@@ -69,6 +69,9 @@ type engine struct {
 	adminBrake *admin.Brake
 	// anomalies keeps the recent miss-rate anomalies for the admin, across reloads.
 	anomalies *anomalyLog
+	// private is the private cache (private.*), across reloads that do not change it
+	// (keepPrivate); nil when off.
+	private *privateCache
 	// overridden lists the keys breaker.overrides gave parameters, so that a reload that
 	// drops one removes its override.
 	overridden []string
@@ -218,6 +221,9 @@ func engineFor(name string, s Settings) (*engine, error) {
 		return nil, err
 	}
 	keepWarmer(e, old, s)
+	if err := keepPrivate(e, old, s); err != nil {
+		return nil, err
+	}
 	keepAdminBrake(e, old)
 	e.anomalies = old.anomalies
 	if e.anomalies == nil {
@@ -239,8 +245,12 @@ func engineFor(name string, s Settings) (*engine, error) {
 	if err := keepAdmission(e, old, s); err != nil {
 		return nil, err
 	}
-	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s paths=%q ignore429=%v", e.fingerprint+e.breakerConf+e.negConf+e.missConf+e.budgetConf+e.paceConf+e.admitConf+e.warmConf,
-		s.Limiter, s.AdminPath, s.LogFormat, e.breakerPaths, s.BreakerIgnoreStatus429)
+	privateConf := ""
+	if e.private != nil {
+		privateConf = e.private.conf
+	}
+	e.conf = fmt.Sprintf("%s limiter=%+v admin=%s format=%s paths=%q ignore429=%v private=%s", e.fingerprint+e.breakerConf+e.negConf+e.missConf+e.budgetConf+e.paceConf+e.admitConf+e.warmConf,
+		s.Limiter, s.AdminPath, s.LogFormat, e.breakerPaths, s.BreakerIgnoreStatus429, privateConf)
 	registry.engines[name] = e
 	dropAdmission(e, old)
 	if base := s.AdminPath; base != "" && e.adminSwept != base && e.mem == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/core/setting"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -99,29 +100,16 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	if sk == nil {
 		way |= wayBackground
 	}
-	t, refused := enter(h, req.Context(), httpcache.PartitionOf(key), hostkey.Canonical(req.Host), req.URL.Path, false, way)
-	if t == nil {
-		return &fetchResult{refused: *refused}
-	}
-	// Deferred: a panic in the next handler must not keep the slot.
-	defer leave(h, t, 0, 0, nil)
 	// cache.ttls chooses the policy (its default freshness), cache.paths whether to store.
 	pol, keep := bucketOf(h, key)
-	rec := &recorder{h: h, policy: pol, req: req, header: make(http.Header), sink: sk, stale: stale != nil}
-	reqTime := h.s.Now()
-	serveOrigin(h.next, rec, req)
-	respTime := h.s.Now()
-	observeOrigin(h.e, t, respTime.Sub(reqTime))
-	noteFetch(h.e, httpcache.PartitionOf(key), hostkey.Canonical(req.Host), respTime, respTime.Sub(reqTime))
-	if !rec.wroteHeader {
-		rec.WriteHeader(http.StatusOK)
+	oa, refused := gatedFetch(h, req, httpcache.PartitionOf(key), way, pol, sk, stale != nil)
+	if oa == nil {
+		return &fetchResult{refused: *refused}
 	}
-	leave(h, t, rec.status, respTime.Sub(reqTime), rec.header)
-	if rec.written < rec.declared && rec.mode != modeDecline && rec.mode != modeDiscard {
-		// Traefik's proxy aborts (panics) when the origin's body breaks off; a handler that
-		// returns with a short body instead must not have it stored, nor the hit-for-pass
-		// mark of an answer that never came whole. A body the fetch gave up on itself
-		// (declined, discarded) is short on purpose.
+	rec := oa.rec
+	reqTime := oa.reqTime
+	respTime := oa.respTime
+	if oa.truncated {
 		return &fetchResult{status: rec.status, truncated: true}
 	}
 	res := &fetchResult{status: rec.status, header: rec.header, body: rec.body, reason: rec.reason}
@@ -181,10 +169,68 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	return res
 }
 
+// originAnswer is an origin's answer to a fetch of the cache's (gatedFetch).
+type originAnswer struct {
+	rec *recorder
+	// reqTime and respTime are when the request was sent and its answer came.
+	reqTime  time.Time
+	respTime time.Time
+	// truncated marks a body that ended short of its Content-Length.
+	truncated bool
+	// purged marks an answer that carried Weir-Purge-User: the requesting user's private
+	// entries were dropped.
+	purged bool
+}
+
+// gatedFetch is what every fetch of the cache's (fetch, privateFetch) does with the origin:
+// req through the gate (part its partition, way enter's) into a recorder of pol (sk the
+// leader's writer, nil for a background refresh; stale: a conditional request for a stale
+// entry), its answer recorded with the gate. It returns nil and the gate's refusal when the
+// gate kept req from the origin. A function, not a method: one frame per fetch.
+func gatedFetch(h *Handler, req *http.Request, part string, way int, pol *httpcache.Policy, sk *sink, stale bool) (*originAnswer, *refusal) {
+	host := hostkey.Canonical(req.Host)
+	t, refused := enter(h, req.Context(), part, host, req.URL.Path, false, way)
+	if t == nil {
+		return nil, refused
+	}
+	// Deferred: a panic in the next handler must not keep the slot.
+	defer leave(h, t, 0, 0, nil)
+	rec := &recorder{h: h, policy: pol, req: req, header: make(http.Header), sink: sk, stale: stale}
+	oa := &originAnswer{rec: rec, reqTime: h.s.Now()}
+	serveOrigin(h.next, rec, req)
+	oa.respTime = h.s.Now()
+	observeOrigin(h.e, t, oa.respTime.Sub(oa.reqTime))
+	noteFetch(h.e, part, host, oa.respTime, oa.respTime.Sub(oa.reqTime))
+	if !rec.wroteHeader {
+		rec.WriteHeader(http.StatusOK)
+	}
+	leave(h, t, rec.status, oa.respTime.Sub(oa.reqTime), rec.header)
+	if h.private != nil && len(rec.header[httpcache.FieldWeirPurgeUser]) > 0 {
+		// A logout's answer: the user's private entries go (private.go, FR-PRV-5). The field
+		// itself never leaves Weir (httpcache.WeirOnlyField).
+		delete(rec.header, httpcache.FieldWeirPurgeUser)
+		purgeUserOf(h, req)
+		oa.purged = true
+	}
+	// Traefik's proxy aborts (panics) when the origin's body breaks off; a handler that
+	// returns with a short body instead must not have it stored, nor the hit-for-pass mark
+	// of an answer that never came whole. A body the fetch gave up on itself (declined,
+	// discarded) is short on purpose.
+	oa.truncated = rec.written < rec.declared && rec.mode != modeDecline && rec.mode != modeDiscard
+	return oa, nil
+}
+
 // markUnshared marks key hit-for-pass after an answer that could not be shared for reason,
 // unless the reason speaks of the request alone (its credentials, its no-store): that says
 // nothing of the answer others get, and the key stays cacheable (FR-COA-8).
+//
+// Nor under private.paths: there the answer an anonymous request got says nothing of what
+// a user's request gets, and a mark, which the hit path finds before any private lookup,
+// would send every user's request past the private cache.
 func (h *Handler) markUnshared(key, reason string, now time.Time) {
+	if h.private != nil && setting.MatchPattern(keyPath(key), h.private.paths) >= 0 {
+		return
+	}
 	if !httpcache.RequestScoped(reason) {
 		h.markPass(key, now)
 	}

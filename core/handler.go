@@ -27,6 +27,9 @@ type Handler struct {
 	// buckets are cache.paths and cache.ttls, read on the way to the origin (bucketOf);
 	// nil: every path stored, under policy.
 	buckets *buckets
+	// private is the private cache's stage (private.go), tried where the shared cache
+	// missed; nil when private.paths is empty.
+	private *privateStage
 	// mem is the engine's store when it is process memory.
 	mem *store.Memory
 	// shared is the engine's store when it is a shared store: the guarded remote store with
@@ -120,6 +123,7 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		admission:       e.admission,
 	}
 	h.buckets = newBuckets(s, h.policy)
+	h.private = newPrivateStage(e, s, h.policy)
 	if h.admission != nil {
 		h.protect = append([]string(nil), s.Admission.Protect...)
 	}

@@ -47,6 +47,9 @@ func serveShared(h *Handler, w http.ResponseWriter, r *http.Request) {
 // serveSharedAt is serveShared for a GET or HEAD whose key as the client sent it is key.
 // The caller has found r not the admin's.
 func serveSharedAt(h *Handler, w http.ResponseWriter, r *http.Request, key string) {
+	if h.private != nil && privateRequest(h, w, r) {
+		return
+	}
 	ru := r.RequestURI
 	m := r.Method
 	now := h.s.Now()
@@ -105,6 +108,9 @@ func serveFrom(h *Handler, w http.ResponseWriter, r *http.Request, raw string, r
 	}
 	if len(r.Header["Upgrade"]) > 0 {
 		pass(h, w, r, httpcache.Partition(r), []string{statusBypass + paramDetail + "upgrade"})
+		return
+	}
+	if h.private != nil && privateRequest(h, w, r) {
 		return
 	}
 	key := h.keyer.Key(r)
@@ -192,11 +198,17 @@ func sharedGet(h *Handler, ctx context.Context, key string, now time.Time) *stor
 // put stores ent, answering req, under key, with a variant index in front of it when the
 // answer varies. It reports whether the entry was stored.
 func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
+	return putIn(h, h.e.store, key, req, ent, nil)
+}
+
+// putIn is put into st: the engine's store, or, with secret set, the private cache's, whose
+// variant keys hold an HMAC of the varied fields (privateVariantKey).
+func putIn(h *Handler, st store.Store, key string, req *http.Request, ent *store.Entry, secret []byte) bool {
 	ent.Prepare()
 	ctx, cancel := context.WithTimeout(context.Background(), h.s.StoreTimeout)
 	defer cancel()
 	if len(ent.Vary) == 0 {
-		return h.e.store.Set(ctx, key, ent) == nil
+		return st.Set(ctx, key, ent) == nil
 	}
 	// The index's Born names its generation: variants live under keys that carry it, so a
 	// purge or invalidation, which deletes the index, also orphans every variant stored
@@ -205,17 +217,17 @@ func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
 	// joins its generation. An index's Born is never used as an age.
 	born := ent.Born.Add(time.Duration(rand.Int63n(int64(time.Millisecond))))
 	idx := &store.Entry{VaryIndex: true, Vary: ent.Vary, Born: born, FreshUntil: ent.FreshUntil, KeepUntil: ent.KeepUntil}
-	if old, err := h.e.store.Get(ctx, key); err == nil && old != nil && old.VaryIndex &&
+	if old, err := st.Get(ctx, key); err == nil && old != nil && old.VaryIndex &&
 		httpcache.SameNames(old.Vary, ent.Vary) && ent.Born.Before(old.KeepUntil) {
 		idx.Born = old.Born
 		if old.KeepUntil.After(idx.KeepUntil) {
 			idx.KeepUntil = old.KeepUntil
 		}
 	}
-	if err := h.e.store.Set(ctx, key, idx); err != nil {
+	if err := st.Set(ctx, key, idx); err != nil {
 		return false
 	}
-	return h.e.store.Set(ctx, httpcache.VariantKey(httpcache.GenerationKey(key, idx), ent.Vary, req), ent) == nil
+	return st.Set(ctx, privateVariantKey(secret, httpcache.GenerationKey(key, idx), ent.Vary, req), ent) == nil
 }
 
 // requestNoCache tells whether the client asked that nothing stored be used without

@@ -96,7 +96,7 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 			h.write(w, r, &answer{ent: ent, hit: true})
 			return
 		}
-		h.lead(w, r, c, key, stale, statusFwd+fwd)
+		h.lead(w, r, c, key, stale, statusFwd+fwd, nil)
 		return
 	}
 	h.follow(w, r, c, key, stale, statusFwd+fwd+paramCollapsed)
@@ -152,11 +152,15 @@ func (f *soloFetch) recovered() {
 }
 
 // lead starts the flight's fetch on a goroutine of its own and waits for it with the
-// client's context: a leader that hangs up does not cancel the fetch (FR-COA-2).
-func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string) {
+// client's context: a leader that hangs up does not cancel the fetch (FR-COA-2). With
+// private set, the fetch is the private cache's (privateFetch), key a private key.
+func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string, private *privateStage) {
 	req, cancel := h.fetchRequest(r, stale)
 	sk := &sink{w: w, cacheStatus: cacheStatus, ranged: httpcache.RangeAsked(r)}
 	h.e.flights.Run(key, c, func() (interface{}, error) {
+		if private != nil {
+			return privateFetch(h, private, req, cancel, key, sk), nil
+		}
 		res := h.fetch(req, cancel, key, stale, sk)
 		return res, nil
 	})

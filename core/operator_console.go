@@ -185,6 +185,9 @@ func (o operator) Purge(ctx context.Context, p admin.Purge) (int, error) {
 	}
 	what, value := "all", ""
 	switch {
+	case p.User != "":
+		// One user's private entries: the identity's value is named nowhere (FR-PRV-3).
+		what, value = "user", p.URL
 	case p.URL != "":
 		what, value = "url", p.URL
 	case p.Prefix != "":

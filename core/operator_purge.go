@@ -49,6 +49,8 @@ func purgeKey(e *engine, ctx context.Context, key string) (int, error) {
 func (o operator) purgeNamed(ctx context.Context, p admin.Purge) (int, error) {
 	e := o.e
 	switch {
+	case p.User != "":
+		return o.purgeUser(ctx, p.User, strings.TrimSpace(p.URL))
 	case p.URL != "":
 		key, err := o.keyOf(p.URL)
 		if err != nil {
@@ -90,6 +92,12 @@ func (o operator) purgeNamed(ctx context.Context, p admin.Purge) (int, error) {
 		// Cached answers only: the store's keys of Weir's own (shared breaker deadlines)
 		// start with no scheme. Then warm.paths are fetched again (warm.go).
 		n, err := purgePrefixes(e, ctx, []string{"http://", "https://"})
+		if err == nil && e.private != nil {
+			// Every user's private entries too (private.go).
+			var m int
+			m, err = purgePrivate(e.private, ctx, privateNS, "")
+			n += m
+		}
 		if err == nil {
 			e.warm.start(warmOnPurge)
 		}

@@ -131,6 +131,12 @@ func (s *statusWriter) WriteHeader(status int) {
 		// as on every answer Weir writes (httpcache.WeirOnlyField).
 		delete(hdr, httpcache.FieldWeirCacheControl)
 		delete(hdr, httpcache.FieldSurrogateControl)
+		if hdr[httpcache.FieldWeirPurgeUser] != nil {
+			// A logout's answer: the user's private entries go before it reaches the
+			// client (private.go).
+			delete(hdr, httpcache.FieldWeirPurgeUser)
+			purgeUserOf(s.h, s.r)
+		}
 	}
 	s.w.WriteHeader(status)
 }

@@ -57,6 +57,8 @@ type Settings struct {
 	// answers that state none (cache.ttls), in place of DefaultTTL; the first that matches
 	// wins. Empty: DefaultTTL for every path.
 	CacheTTLs []PathTTL
+	// Private is the private cache (private.*): answers stored per user. Zero: off.
+	Private PrivateSettings
 
 	// LeaderMaxAge is how long a flight takes followers (FR-COA-3); capped by OriginTimeout.
 	LeaderMaxAge time.Duration
@@ -211,6 +213,7 @@ func (s Settings) withDefaults() Settings {
 	if s.KeyScheme == "" {
 		s.KeyScheme = KeySchemeTLS
 	}
+	s.Private = s.Private.withDefaults()
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -316,6 +319,9 @@ func (s Settings) validate() error {
 	if err := validateKeyScheme(s.KeyScheme); err != nil {
 		return err
 	}
+	if err := s.Private.validate(s.StoreURL != "" || s.Store != nil); err != nil {
+		return err
+	}
 	if s.Budgets.Shared && s.StoreURL == "" && s.Store == nil {
 		return fmt.Errorf("%w: budgets.shared: true needs store.url, a store to share the budgets through", ErrSettings)
 	}
@@ -333,8 +339,10 @@ func (s Settings) validate() error {
 func (s Settings) fingerprint() string {
 	drop := append([]string(nil), s.QueryDrop...)
 	sort.Strings(drop)
-	return fmt.Sprintf("drop=%s scheme=%s size=%d entry=%d ttl=%s paths=%q ttls=%v store=%s url=%s prefix=%s near=%t storeTimeout=%s",
-		strings.Join(drop, ","), s.KeyScheme, s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.CachePaths, s.CacheTTLs, s.StoreID, s.StoreURL, s.StoreKeyPrefix, !s.StoreNoNearCache, s.StoreTimeout)
+	// private.paths: the shared cache stores nothing under them (bucketOf), and must not
+	// keep what it stored there before they were set.
+	return fmt.Sprintf("drop=%s scheme=%s size=%d entry=%d ttl=%s paths=%q ttls=%v private=%q store=%s url=%s prefix=%s near=%t storeTimeout=%s",
+		strings.Join(drop, ","), s.KeyScheme, s.MaxSize, s.MaxEntrySize, s.DefaultTTL, s.CachePaths, s.CacheTTLs, s.Private.Paths, s.StoreID, s.StoreURL, s.StoreKeyPrefix, !s.StoreNoNearCache, s.StoreTimeout)
 }
 
 // validateAdmin checks admin.path and admin.token, and that whatever empties or reveals the
@@ -366,7 +374,7 @@ func (s Settings) validateAdmin() error {
 	return nil
 }
 
-// maxSecretFile bounds what admin.tokenFile and store.urlFile may hold: a secret, not a
+// maxSecretFile bounds what admin.tokenFile, store.urlFile and private.secretFile may hold: a secret, not a
 // document.
 const maxSecretFile = 64 << 10
 
@@ -392,6 +400,13 @@ func (s Settings) withSecrets() (Settings, error) {
 			return s, err
 		}
 		s.StoreURL = u
+	}
+	if s.Private.SecretFile != "" {
+		secret, err := readSecret("private.secretFile", s.Private.SecretFile)
+		if err != nil {
+			return s, err
+		}
+		s.Private.secret = secret
 	}
 	return s, nil
 }

@@ -145,6 +145,8 @@ func TestComposeLabels(t *testing.T) {
 	want.Breaker.Overrides = []string{"api.example.com: failureRatio=0.3", "static.example.com: openFor=10s"}
 	want.Negative.TTL = "2s"
 	want.Stale.IfError = "1h"
+	want.Private.Paths = []string{"/account"}
+	want.Private.Identity = "cookie:session"
 	want.MissRate.MinMisses = "200"
 	want.Store.URL = "redis://redis:6379/0"
 	want.Store.KeyPrefix = "demo:"

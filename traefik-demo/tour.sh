@@ -132,8 +132,19 @@ echo "origin calls for /busy: $(( $(origin /busy) - before )) for 2 requests; th
 show headers "$web/item?tour=$tour&id=busy"
 events 'breaker_opened' 1
 
+step "10. A private cache per user: /account answers each user (a session cookie) privately"
+before=$(origin /account)
+show headers -H "Cookie: session=alice-$tour" "$web/account"
+show headers -H "Cookie: session=alice-$tour" "$web/account"
+show headers -H "Cookie: session=bob-$tour" "$web/account"
+show curl -fsS -H "Cookie: session=bob-$tour" "$web/account"
+echo "origin calls for /account: $(( $(origin /account) - before )) for 4 requests: one per user"
+echo "alice signs out; the origin's Weir-Purge-User drops her copies:"
+show curl -fsS -X POST -H "Cookie: session=alice-$tour" "$web/logout"
+show headers -H "Cookie: session=alice-$tour" "$web/account"
+
 if curl -fsS -o /dev/null -H "$auth" "http://127.0.0.1:8090/_weir/api/state" 2>/dev/null; then
-  step "9. One cache for two Traefik instances (Redis)"
+  step "11. One cache for two Traefik instances (Redis)"
   echo "The cache key holds the host: both requests name the same one (Host: shop.localhost)."
   show headers -H 'Host: shop.localhost' "$web/hot?tour=$tour"
   show headers -H 'Host: shop.localhost' "http://127.0.0.1:8090/hot?tour=$tour"

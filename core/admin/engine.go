@@ -35,7 +35,7 @@ type Engine interface {
 	WriteMetrics(w io.Writer) error
 }
 
-// Purge names what to drop; exactly one field is set.
+// Purge names what to drop; exactly one field is set, but URL may come with User.
 type Purge struct {
 	// URL drops one URL (absolute, "https://example.com/a?b=1") with all its variants.
 	URL string `json:"url,omitempty"`
@@ -47,6 +47,10 @@ type Purge struct {
 	Tag string `json:"tag,omitempty"`
 	// All drops everything this middleware stored.
 	All bool `json:"all,omitempty"`
+	// User drops the private cache's entries of one user: every one, or with URL that URL's
+	// alone. It is the identity's value as the client sends it (the session cookie's value,
+	// the Authorization header), hashed at once and never kept nor shown.
+	User string `json:"user,omitempty"`
 }
 
 // State is the engine as the page shows it.

@@ -242,6 +242,7 @@ type actionRequest struct {
 	Host   string `json:"host"`
 	Tag    string `json:"tag"`
 	All    bool   `json:"all"`
+	User   string `json:"user"`
 	// Name and Rate are a pace's: a host or domain, and "3/10s" ("" or "off": clear it).
 	Name string `json:"name"`
 	Rate string `json:"rate"`
@@ -288,7 +289,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request, name string) {
 		err = h.pace(req.Name, req.Rate)
 	case "purge":
 		var n int
-		if n, err = h.purge(r.Context(), Purge{URL: req.URL, Prefix: req.Prefix, Host: req.Host, Tag: req.Tag, All: req.All}); err == nil {
+		if n, err = h.purge(r.Context(), Purge{URL: req.URL, Prefix: req.Prefix, Host: req.Host, Tag: req.Tag, All: req.All, User: req.User}); err == nil {
 			result["purged"] = n
 		}
 	default:
@@ -325,8 +326,15 @@ func (h *Handler) purge(ctx context.Context, p Purge) (int, error) {
 	if p.All {
 		set++
 	}
+	if p.User != "" && set == 1 && strings.TrimSpace(p.URL) != "" {
+		// One URL of one user's.
+		set = 0
+	}
+	if p.User != "" {
+		set++
+	}
 	if set != 1 {
-		return 0, errors.New("purge: name exactly one of url, prefix, host, tag or all")
+		return 0, errors.New("purge: name exactly one of url, prefix, host, tag, all or user (user may come with url)")
 	}
 	ctx, cancel := context.WithTimeout(ctx, purgeTimeout)
 	defer cancel()

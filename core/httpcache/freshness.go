@@ -57,7 +57,7 @@ func (p *Policy) Storable(r *http.Request, status int, h http.Header, cc Directi
 		return false, ReasonReqStore
 	case cc.NoStore:
 		return false, ReasonNoStore
-	case cc.Private:
+	case cc.Private && !p.Private:
 		return false, ReasonPrivate
 	case len(h["Set-Cookie"]) > 0:
 		return false, ReasonCookie
@@ -68,7 +68,7 @@ func (p *Policy) Storable(r *http.Request, status int, h http.Header, cc Directi
 	}
 	// RFC 9111 section 3.5: an answer to a request with credentials is shared only when it
 	// says so.
-	if len(r.Header["Authorization"]) > 0 && !cc.Public && cc.SMaxAge < 0 && !cc.MustRevalidate {
+	if !p.Private && len(r.Header["Authorization"]) > 0 && !cc.Public && cc.SMaxAge < 0 && !cc.MustRevalidate {
 		return false, ReasonAuth
 	}
 	if _, star := parseVary(h["Vary"]); star {
@@ -124,6 +124,11 @@ type Policy struct {
 	// (must-revalidate, proxy-revalidate, s-maxage, no-cache) gets neither. Zero: none.
 	StaleIfError         time.Duration
 	StaleWhileRevalidate time.Duration
+	// Private makes the policy the private cache's, which stores an answer for the one user
+	// whose request it answers: Cache-Control: private and a request's Authorization do not
+	// keep it from being stored (RFC 9111 sections 5.2.2.7 and 3.5 speak of a shared
+	// cache). False: a shared cache's.
+	Private bool
 }
 
 // NewEntry builds the entry for an answer received at respTime to a request sent at reqTime,
@@ -269,7 +274,7 @@ func later(a, b time.Time) time.Time {
 var unstoredHeader = []string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding",
 	"Upgrade", "Proxy-Authenticate", "Age", "Cache-Status",
-	FieldWeirCacheControl, FieldSurrogateControl,
+	FieldWeirCacheControl, FieldSurrogateControl, FieldWeirPurgeUser,
 }
 
 // storedHeader copies an answer's header for storage, with Content-Length set to the

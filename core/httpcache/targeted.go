@@ -24,6 +24,9 @@ const (
 	FieldSurrogateControl = "Surrogate-Control"
 	// The canonical form of CDN-Cache-Control, as net/http keys it.
 	FieldCDNCacheControl = "Cdn-Cache-Control"
+	// FieldWeirPurgeUser on an answer asks Weir to drop every private entry of the user
+	// whose request it answers (a logout): meant for Weir alone, as the two above.
+	FieldWeirPurgeUser = "Weir-Purge-User"
 )
 
 // surrogateToken is the device token by which a Surrogate-Control directive is targeted at
@@ -62,7 +65,7 @@ func ResponseControl(h http.Header) Directives {
 }
 
 // WeirOnlyField tells whether a header field is meant for Weir alone, and so never leaves it:
-// Weir-Cache-Control, and Surrogate-Control, which the surrogates that implement it (Fastly,
+// Weir-Cache-Control, Weir-Purge-User, and Surrogate-Control, which the surrogates that implement it (Fastly,
 // Squid) remove once they have used it. CDN-Cache-Control is not: RFC 9213 section
 // 3 has a CDN forward it to the CDNs in front of it. Answers stored, fetched, streamed, or
 // written through statusWriter (other methods) lose them; answers passed through with the
@@ -71,7 +74,7 @@ func ResponseControl(h http.Header) Directives {
 // write, between the proxy and the client of each of those requests.
 func WeirOnlyField(name string) bool {
 	switch name {
-	case FieldWeirCacheControl, FieldSurrogateControl:
+	case FieldWeirCacheControl, FieldSurrogateControl, FieldWeirPurgeUser:
 		return true
 	}
 	return false

@@ -39,6 +39,9 @@ func Weir(o Options) *weir.Config {
 	c.Negative.TTL = "2s"
 	c.Stale.IfError = "1h"
 	c.MissRate.MinMisses = "200"
+	// /account answers each user (the session cookie) with a page of their own.
+	c.Private.Paths = []string{"/account"}
+	c.Private.Identity = "cookie:session"
 	c.Admin.Path = "/_weir"
 	// traefik-demo/run.sh puts the demo's own token in place of this one.
 	c.Admin.Token = "weir-demo-token-set-by-run-sh"

@@ -156,6 +156,25 @@ func main() {
 		w.Header().Set("Cache-Control", "private, max-age=60")
 		fmt.Fprintln(w, "just for you")
 	}))
+	// A user's own page: the session cookie names the user, and the answer is private, so
+	// the shared cache never stores it. With private.paths: /account, Weir keeps one copy
+	// per user for its max-age; /logout drops the user's copies (Weir-Purge-User).
+	mux.HandleFunc("/account", count(func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie("session")
+		if err != nil || c.Value == "" {
+			w.Header().Set("Cache-Control", "no-store")
+			fmt.Fprintln(w, "not signed in: send a session cookie")
+			return
+		}
+		w.Header().Set("Cache-Control", "private, max-age=30")
+		fmt.Fprintf(w, "account of %s, generated at %s\n", c.Value, time.Now().Format(time.RFC3339Nano))
+	}))
+	mux.HandleFunc("/logout", count(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Weir-Purge-User", "1")
+		w.Header().Set("Cache-Control", "no-store")
+		http.SetCookie(w, &http.Cookie{Name: "session", Value: "", MaxAge: -1})
+		fmt.Fprintln(w, "signed out")
+	}))
 	// Server-sent events stream through.
 	mux.HandleFunc("/events", count(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
