@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -263,5 +264,32 @@ func TestConsoleFirstSampleCountsFromTheStart(t *testing.T) {
 	}
 	if p95 <= 0 {
 		t.Errorf("p95: got %v, want the fetches' latency", column(t, v, "p95"))
+	}
+}
+
+// TestConsoleUserPurgeEvent: an operator's purge of a user's private entries is in the events
+// as what=user, with the URL it named and never the user's identity (FR-PRV-3).
+func TestConsoleUserPurgeEvent(t *testing.T) {
+	clock := newFakeClock()
+	o := staticOrigin(t, 200, []string{"Cache-Control", "private, max-age=60"}, "mine")
+	s := adminSettings(privateSettings(clock))
+	s.Log = discardLog
+	h := newTestHandler(t, s, o)
+	const identity = "secret-session-value"
+	for _, body := range []string{`{"user":"` + identity + `"}`, `{"user":"` + identity + `","url":"http://example.com/account"}`} {
+		wantCode(t, "purge "+body, adminDo(t, h, "POST", "http://example.com/_weir/api/purge", body, adminToken), 200)
+	}
+	var got struct{ Events []events.Record }
+	adminJSON(t, h, "api/events?kind=purged", &got)
+	if len(got.Events) != 2 {
+		t.Fatalf("purge events: got %+v, want 2", got.Events)
+	}
+	for _, ev := range got.Events {
+		if ev.Fields[0].Value != "user" {
+			t.Errorf("purge event %+v: want what=user", ev)
+		}
+		if line := fmt.Sprintf("%+v", ev); strings.Contains(line, identity) {
+			t.Errorf("purge event %s names the identity", line)
+		}
 	}
 }
