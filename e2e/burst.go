@@ -52,7 +52,8 @@ type limStats struct {
 	statuses     map[string]int
 }
 
-func (s limStats) String() string {
+// tallies is the answers by outcome: "200 fwd=uri-miss"×300, ...
+func (s limStats) tallies() string {
 	keys := make([]string, 0, len(s.statuses))
 	for k := range s.statuses {
 		keys = append(keys, k)
@@ -62,13 +63,17 @@ func (s limStats) String() string {
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%q×%d", k, s.statuses[k]))
 	}
+	return strings.Join(parts, ", ")
+}
+
+func (s limStats) String() string {
 	before := ""
 	if s.beforeOrigin > 0 {
 		before = fmt.Sprintf(" (p99 to reach the origin %v)", s.beforeOrigin.Round(10*time.Microsecond))
 	}
 	return fmt.Sprintf("%d requests in %v (%.0f/s), %d errors, latency p50 %v p99 %v max %v%s; %s",
 		s.requests, s.elapsed.Round(time.Millisecond), float64(s.requests)/s.elapsed.Seconds(), s.errors,
-		s.p50.Round(10*time.Microsecond), s.p99.Round(10*time.Microsecond), s.max.Round(10*time.Microsecond), before, strings.Join(parts, ", "))
+		s.p50.Round(10*time.Microsecond), s.p99.Round(10*time.Microsecond), s.max.Round(10*time.Microsecond), before, s.tallies())
 }
 
 // end is when the burst's last answer came.

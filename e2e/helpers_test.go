@@ -80,6 +80,14 @@ func startTraefikWith(t *testing.T, opts Options, originURL string, d Dynamic) *
 	return tr
 }
 
+// scenarioEnv is what a load scenario (scenario*.go) runs with in a test: its files in the
+// test's temporary directory, its progress in the test's log.
+func scenarioEnv(t *testing.T) ScenarioEnv {
+	t.Helper()
+	binary, root := requireTraefik(t)
+	return ScenarioEnv{Traefik: binary, Root: root, Dir: t.TempDir(), Logf: t.Logf}
+}
+
 // stopAtEnd stops a process the test started when the test ends, first printing its log's
 // tail if the test failed.
 func stopAtEnd(t *testing.T, name string, logTail func() string, stop func() error) {
@@ -191,20 +199,6 @@ func wantCount(t *testing.T, o *Origin, path string, n int64) {
 	t.Helper()
 	if got := o.Count(path); got != n {
 		t.Errorf("origin requests for %s = %d, want %d", path, got, n)
-	}
-}
-
-// waitFor polls cond every 20ms until it holds or d has passed, and reports whether it held.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

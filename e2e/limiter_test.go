@@ -27,205 +27,67 @@ import (
 const limLatencyRatio = 1.5
 
 // TestLimiterMassExpiry: 10,000 keys stored within seconds expire together and are all
-// requested again by 200 concurrent clients. Every key is fetched again exactly once, the
-// origin never sees more than limiter.maxConcurrent fetches at once, and no client is
-// refused: the queue is sized so that the burst waits rather than being shed (FR-LIM-1,
-// FR-LIM-2).
+// requested again by 200 concurrent clients, under limiter.maxConcurrent 32 with the default
+// queue (the mass-expiry scenario, RunExpiry). Every key is fetched again exactly once, the
+// origin never sees more than 32 fetches at once, and no client gets an error besides a
+// designed refusal, which it retries (FR-LIM-1, FR-LIM-2).
 func TestLimiterMassExpiry(t *testing.T) {
-	const (
-		keys    = 10000
-		clients = 200
-		slots   = 32
-		maxAge  = 3
-		// refetchDelay slows the origin for the refetch, so that 200 clients can keep more
-		// than 32 fetches wanted at once and the limiter, not Traefik, is what bounds them.
-		refetchDelay = 20 * time.Millisecond
-	)
-	o := newOrigin(t)
-	var slow int32
-	origin := func(w http.ResponseWriter, r *http.Request) {
-		if atomic.LoadInt32(&slow) == 1 {
-			time.Sleep(refetchDelay)
-		}
-		w.Header().Set("Cache-Control", "max-age="+strconv.Itoa(maxAge))
-		w.Header().Set("Content-Type", "text/plain")
-		io.WriteString(w, r.URL.Path)
+	f, err := RunExpiry(scenarioEnv(t), ExpiryOptions{Conf: specConfig(t), Keys: 10000, Clients: 200})
+	t.Logf("mass expiry:\n%s", f)
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
-	paths := make([]string, keys)
-	for i := range paths {
-		paths[i] = fmt.Sprintf("/mx/%d", i)
-		o.Handle(paths[i], origin)
+	if f.Errors > 0 {
+		t.Errorf("%d client errors besides designed refusals, want 0: %s", f.Errors, f.FirstErrors())
 	}
-	conf := specConfig(t)
-	// maxQueue holds every client; maxQueueWait outlasts the whole refetch, so nothing is shed.
-	conf["limiter"] = map[string]interface{}{
-		"maxConcurrent": strconv.Itoa(slots), "maxPerPartition": strconv.Itoa(slots),
-		"maxQueue": "10000", "maxQueueWait": "30s",
+	if f.StorePeak > expirySlots || f.Peak > expirySlots {
+		t.Errorf("origin peak in flight: %d while storing, %d while refetching; want at most maxConcurrent %d", f.StorePeak, f.Peak, expirySlots)
 	}
-	tr := startTraefik(t, o, cachedRoute("mx", "/mx/", "weir-mx", conf))
-	limLogPanics(t, tr)
-
-	o.ResetMaxInFlight()
-	store := limBurst(t, tr, paths, clients, 90*time.Second, nil, func(r limReply) string {
-		return limWantStatus(r, "uri-miss")
-	})
-	storePeak := o.MaxInFlight()
-	t.Logf("store: %s; origin peak in flight %d", store, storePeak)
-	store.mustBeClean(t, "store")
-
-	// Every entry is stale maxAge seconds after it was stored at the latest (the Date field
-	// counts whole seconds, which can only make the age larger).
-	time.Sleep(time.Until(store.end().Add(maxAge*time.Second + 500*time.Millisecond)))
-
-	atomic.StoreInt32(&slow, 1)
-	o.ResetMaxInFlight()
-	// An entry with neither validators nor stale-* directives is not kept past its freshness,
-	// so the refetch reads as a miss.
-	refetch := limBurst(t, tr, paths, clients, 120*time.Second, nil, func(r limReply) string {
-		return limWantStatus(r, "uri-miss")
-	})
-	peak := o.MaxInFlight()
-	t.Logf("refetch after mass expiry: %s; origin peak in flight %d (limit %d); floor %v",
-		refetch, peak, slots, time.Duration(keys/slots)*refetchDelay)
-	refetch.mustBeClean(t, "refetch")
-
-	if storePeak > slots || peak > slots {
-		t.Errorf("origin peak in flight: %d while storing, %d while refetching; want at most maxConcurrent %d", storePeak, peak, slots)
-	}
-	if peak < slots {
+	if f.Peak < expirySlots {
 		// 200 clients against a 20ms origin want ~200 fetches at once: a peak under the
 		// limit means the bound was never tested.
-		t.Errorf("origin peak in flight while refetching = %d, want the limit %d reached: the load did not press on the limiter", peak, slots)
+		t.Errorf("origin peak in flight while refetching = %d, want the limit %d reached: the load did not press on the limiter", f.Peak, expirySlots)
 	}
-	wrong := 0
-	for _, p := range paths {
-		if n := o.Count(p); n != 2 {
-			if wrong < 5 {
-				t.Errorf("origin requests for %s = %d, want 2 (stored once, refetched once)", p, n)
-			}
-			wrong++
-		}
-	}
-	if wrong > 0 {
-		t.Errorf("%d of %d keys were not fetched exactly twice", wrong, keys)
+	if f.Refetched != 10000 {
+		t.Errorf("%d of 10000 keys fetched exactly twice (stored once, refetched once), want all", f.Refetched)
 	}
 }
 
+// fairnessBound is what TestLimiterFairness holds the other paths' p99 ratio to, best of its
+// attempts. The published target is 1.2 (scripts/loadtest.sh fairness, the median of five
+// repeats on a machine of its own). Here the machine is shared by other tests and people:
+// one burst of someone else's load stretches a p99 of 300 samples by tens of percent, so a
+// bound near 1.2 would fail with the machine, not with Weir. What the test must catch is a
+// partition cap that does not hold: the flood then takes every slot and the other paths wait
+// behind its 100ms fetches, five times their 20ms (the control run measures that ratio, 4 and
+// more, and logs it). 2.0 sits between the two, and each attempt re-measures both runs.
+const fairnessBound = 2.0
+
 // TestLimiterFairness: a flood of distinct queries on one slow path holds at most
 // limiter.maxPerPartition origin slots and has its excess shed, while every cacheable miss on
-// other paths is answered by the origin, none shed (FR-LIM-3); their p99 latency with and
-// without the flood is logged. A control run with the partition cap raised to the whole pool
-// shows the flood taking every slot when the cap does not hold it.
+// other paths is answered by the origin, none shed (FR-LIM-3); their p99 latency with the
+// flood over their p99 without it is at most fairnessBound, best of up to three attempts (the
+// flood-fairness scenario, RunFairness). A control run with the partition cap raised to the
+// whole pool shows the flood taking every slot when the cap does not hold it.
 func TestLimiterFairness(t *testing.T) {
-	const (
-		slots        = 32
-		perPartition = 16
-		floodClients = 64
-		samples      = 300
-		warmup       = 50
-		// otherWorkers send the other paths' requests, each one after the other: the
-		// measurement is of waiting for a slot, not of Traefik's own concurrency.
-		otherWorkers = 2
-		searchDelay  = 100 * time.Millisecond
-		otherDelay   = 20 * time.Millisecond
-	)
-	o := newOrigin(t)
-	var search inFlight
-	o.Handle("/fair/search", search.count(delayed(searchDelay, searchResults)))
-	// arrivals tells a slow answer's time before the origin (Traefik, Weir, the limiter's
-	// queue) from its time after.
-	arrivals := newLimArrivals()
-	// Paths enough for the warm-up, three measurements of two runs each and the control:
-	// every request of the other paths is a miss on a path of its own.
-	const otherPaths = warmup + 3*2*samples + samples/3
-	for i := 0; i < otherPaths; i++ {
-		o.Handle(fmt.Sprintf("/fair/other/%d", i), func(w http.ResponseWriter, r *http.Request) {
-			arrivals.note(r.URL.Path)
-			time.Sleep(otherDelay)
-			w.Header().Set("Cache-Control", "max-age=60")
-			io.WriteString(w, r.URL.Path)
-		})
+	f, err := RunFairness(scenarioEnv(t), FairnessOptions{Conf: specConfig(t), Repeats: 3, StopAt: limLatencyRatio, Control: true})
+	t.Logf("flood fairness:\n%s", f)
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
-	limiter := func(perPartition int) map[string]interface{} {
-		conf := specConfig(t)
-		// The flood's queued requests wait at most 200ms: with 64 clients against 16 slots of
-		// a 100ms origin, the excess is shed with queue-wait.
-		conf["limiter"] = map[string]interface{}{
-			"maxConcurrent": strconv.Itoa(slots), "maxPerPartition": strconv.Itoa(perPartition),
-			"maxQueueWait": "200ms",
+	for i, r := range f.Repeats {
+		if r.Peak > fairPerPartition {
+			t.Errorf("attempt %d: origin saw %d /fair/search fetches at once, want at most maxPerPartition %d", i+1, r.Peak, fairPerPartition)
 		}
-		return conf
-	}
-	tr := startTraefik(t, o, cachedRoute("fair", "/fair/", "weir-fair", limiter(perPartition)))
-	limLogPanics(t, tr)
-
-	next := 0
-	others := func(n int) []string {
-		p := make([]string, n)
-		for i := range p {
-			p[i] = fmt.Sprintf("/fair/other/%d", next)
-			next++
-		}
-		return p
-	}
-	check := func(r limReply) string { return limWantStatus(r, "uri-miss") }
-	// A first round warms Traefik and the connections; it is not measured.
-	limBurst(t, tr, others(warmup), otherWorkers, 30*time.Second, arrivals, check)
-
-	// Up to three measurements, each a run without the flood and one with it: the machine
-	// is shared, and one burst of someone else's load can stretch a p99. A flood that really
-	// held the other paths back misses the bound every time.
-	var ratio float64
-	var base limStats
-	for attempt := 1; attempt <= 3; attempt++ {
-		base = limBurst(t, tr, others(samples), otherWorkers, 60*time.Second, arrivals, check)
-		t.Logf("attempt %d: other paths without the flood: %s", attempt, base)
-		base.mustBeClean(t, "other paths without the flood")
-
-		flood := limStartFlood(t, tr, "/fair/search?q=", floodClients)
-		if !waitFor(5*time.Second, func() bool { return search.now() >= perPartition }) {
-			t.Fatalf("the flood never held %d slots at the origin (in flight %d)", perPartition, search.now())
-		}
-		during := limBurst(t, tr, others(samples), otherWorkers, 60*time.Second, arrivals, check)
-		fs := flood.stop(t)
-		t.Logf("attempt %d: other paths during the flood: %s", attempt, during)
-		t.Logf("attempt %d: flood: %s; origin /fair/search peak in flight %d (cap %d)", attempt, fs, search.most(), perPartition)
-		during.mustBeClean(t, "other paths during the flood")
-
-		if p := search.most(); p > perPartition {
-			t.Errorf("origin saw %d /fair/search fetches at once, want at most maxPerPartition %d", p, perPartition)
-		}
-		if fs.errors > 0 {
-			t.Errorf("flood: %d answers neither 200 nor a shed 503 with Retry-After; first: %s", fs.errors, fs.firstError)
-		}
-		if fs.shed() == 0 {
-			t.Errorf("flood: nothing was shed (%s), want its excess refused with 503", fs)
-		}
-		// The latency is measured and logged, not asserted: this machine is shared, and a
-		// timed bound fails with its load, not with Weir (speed is for benchmarks). What is
-		// asserted is the structure: the flood held at its cap, shed beyond it, and every
-		// request of the other paths answered by the origin, none shed.
-		ratio = float64(during.p99) / float64(base.p99)
-		t.Logf("attempt %d: p99 of other paths: %v without the flood, %v with it: ratio %.2f (%.1f expected on a quiet machine)", attempt, base.p99, during.p99, ratio, limLatencyRatio)
-		if ratio <= limLatencyRatio || t.Failed() {
-			break
+		if r.flood.shed() == 0 {
+			t.Errorf("attempt %d: flood: nothing was shed (%s), want its excess refused with 503", i+1, r.flood)
 		}
 	}
-
-	// Control: the partition cap raised to the pool's size lets the flood take every slot.
-	// The other paths must then be seen to wait, or this test could not tell a cap that works
-	// from one that does not. A third of the samples: each waits behind the flood.
-	apply(t, tr, cachedRoute("fair", "/fair/", "weir-fair", limiter(slots)))
-	flood := limStartFlood(t, tr, "/fair/search?q=", floodClients)
-	if !waitFor(5*time.Second, func() bool { return search.now() >= slots }) {
-		t.Fatalf("control: the flood never held %d slots (in flight %d)", slots, search.now())
+	if best := f.Best(); best > fairnessBound {
+		t.Errorf("other paths' p99 with the flood over their p99 without it: %s, the best %.2f; want at most %.1f", FormatRatios(f.Ratios()), best, fairnessBound)
 	}
-	control := limBurst(t, tr, others(samples/3), otherWorkers, 60*time.Second, arrivals, nil)
-	cs := flood.stop(t)
-	t.Logf("control, no partition cap: other paths %s (p99 %.1fx the run without the flood); flood %s",
-		control, float64(control.p99)/float64(base.p99), cs)
-	if p := search.most(); p < slots {
-		t.Errorf("control: the flood held at most %d slots without the partition cap, want all %d", p, slots)
+	if f.ControlPeak < fairSlots {
+		t.Errorf("control: the flood held at most %d slots without the partition cap, want all %d", f.ControlPeak, fairSlots)
 	}
 }
 
