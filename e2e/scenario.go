@@ -92,6 +92,14 @@ func stopped(tr *Traefik, err error) error {
 	return err
 }
 
+// orDefault sets *n to def when it is 0: the zero fields of a scenario's options take the
+// published sizes, which its options' comments give.
+func orDefault(n *int, def int) {
+	if *n == 0 {
+		*n = def
+	}
+}
+
 // scenarioConf is base, copied (nil: Weir's defaults), with sections set over it.
 func scenarioConf(base map[string]interface{}, sections map[string]interface{}) map[string]interface{} {
 	conf := make(map[string]interface{}, len(base)+len(sections))

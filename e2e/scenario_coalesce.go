@@ -55,9 +55,7 @@ func (f HotKeyFigures) Errors() int { return f.errors.n }
 // The origin takes o.OriginDelay to answer the refetch: every request arrives while it is
 // in flight, and coalescing must make it the only one (FR-COL-1).
 func RunHotKey(env ScenarioEnv, o HotKeyOptions) (HotKeyFigures, error) {
-	if o.Clients == 0 {
-		o.Clients = 1000
-	}
+	orDefault(&o.Clients, 1000)
 	if o.OriginDelay == 0 {
 		o.OriginDelay = 500 * time.Millisecond
 	}
@@ -176,12 +174,8 @@ func (f RoundsFigures) String() string {
 // each round's key: coalescing makes one, and a request that comes after the fetch is a
 // hit (FR-COL-1).
 func RunRounds(env ScenarioEnv, o RoundsOptions) (RoundsFigures, error) {
-	if o.Rounds == 0 {
-		o.Rounds = 10000
-	}
-	if o.Clients == 0 {
-		o.Clients = 10
-	}
+	orDefault(&o.Rounds, 10000)
+	orDefault(&o.Clients, 10)
 	origin := NewOrigin()
 	defer origin.Close()
 	var counts sync.Map // round key -> *int64

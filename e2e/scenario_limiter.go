@@ -117,15 +117,9 @@ func FormatRatios(rs []float64) string {
 // without the flood, then with it. A wrong answer of the other paths, or a flood answer
 // neither 200 nor a designed refusal, is an error.
 func RunFairness(env ScenarioEnv, o FairnessOptions) (FairnessFigures, error) {
-	if o.FloodClients == 0 {
-		o.FloodClients = 64
-	}
-	if o.Samples == 0 {
-		o.Samples = 300
-	}
-	if o.Repeats == 0 {
-		o.Repeats = 5
-	}
+	orDefault(&o.FloodClients, 64)
+	orDefault(&o.Samples, 300)
+	orDefault(&o.Repeats, 5)
 	origin := NewOrigin()
 	defer origin.Close()
 	var search inFlight
@@ -313,12 +307,8 @@ func (f ExpiryFigures) FirstErrors() string {
 // taking 20ms, until each is answered fresh: a designed refusal is retried after its
 // Retry-After, any other answer but a stored miss is an error (FR-LIM-1, FR-LIM-2).
 func RunExpiry(env ScenarioEnv, o ExpiryOptions) (ExpiryFigures, error) {
-	if o.Keys == 0 {
-		o.Keys = 10000
-	}
-	if o.Clients == 0 {
-		o.Clients = 200
-	}
+	orDefault(&o.Keys, 10000)
+	orDefault(&o.Clients, 200)
 	origin := NewOrigin()
 	defer origin.Close()
 	var slow int32

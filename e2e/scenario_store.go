@@ -60,15 +60,9 @@ const sickAdmin = "/sick/_weir"
 // then has the proxy fail half the store's calls, chosen at random, for o.Requests
 // requests from o.Clients clients. Every answer must be 200 with the key's body (FR-STF-2).
 func RunSickStore(env ScenarioEnv, o SickStoreOptions) (SickStoreFigures, error) {
-	if o.Requests == 0 {
-		o.Requests = 1000000
-	}
-	if o.Clients == 0 {
-		o.Clients = 16
-	}
-	if o.Keys == 0 {
-		o.Keys = 200
-	}
+	orDefault(&o.Requests, 1000000)
+	orDefault(&o.Clients, 16)
+	orDefault(&o.Keys, 200)
 	if o.Redis == "" {
 		var err error
 		if o.Redis, err = FindRedis(); err != nil {
