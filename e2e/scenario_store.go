@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,12 @@ type SickStoreFigures struct {
 	Requests, Hits int64
 	// Fetches is how many requests reached the origin.
 	Fetches int64
+	// StoreHits is how many lookups Redis answered with an entry (its keyspace_hits) during
+	// the load; -1 when it could not be read. Weir counts no hits of its local fallback
+	// apart: with the near cache off, a hit Redis did not answer came from process memory,
+	// so Hits - StoreHits is at least the fallback's hits (Redis counts the lookups whose
+	// answers the proxy then cut, and the fleet's reads of its records, too).
+	StoreHits int64
 	// Trips is how many times the store breaker opened (event store_breaker_opened), Closes
 	// how many times it closed again.
 	Trips, Closes int
@@ -46,10 +53,22 @@ type SickStoreFigures struct {
 func (f SickStoreFigures) Errors() int { return f.errors.n }
 
 func (f SickStoreFigures) String() string {
-	return fmt.Sprintf("%d requests in %v (%.0f/s) with half the store's calls failing: client errors %s; %d hits (%.1f%%), %d origin fetches; "+
+	return fmt.Sprintf("%d requests in %v (%.0f/s) with half the store's calls failing: client errors %s; %d hits (%.1f%%), at least %d of them from the local fallback (Redis answered %d lookups with an entry); %d origin fetches; "+
 		"answers: %s; store breaker opened %d times, closed %d times, open at the end %s; fault proxy: %s",
-		f.Requests, f.Elapsed.Round(time.Millisecond), float64(f.Requests)/f.Elapsed.Seconds(), f.errors, f.Hits,
-		100*float64(f.Hits)/float64(f.Requests+1), f.Fetches, f.outcome.orNone(), f.Trips, f.Closes, f.OpenAtEnd, f.Proxy)
+		f.Requests, f.Elapsed.Round(time.Millisecond), float64(f.Requests)/f.Elapsed.Seconds(), f.errors, f.Hits, 100*float64(f.Hits)/float64(f.Requests+1),
+		f.FallbackHits(), f.StoreHits, f.Fetches, f.outcome.orNone(), f.Trips, f.Closes, f.OpenAtEnd, f.Proxy)
+}
+
+// FallbackHits is the least number of hits the local fallback answered: Hits - StoreHits;
+// -1 when StoreHits is unknown.
+func (f SickStoreFigures) FallbackHits() int64 {
+	if f.StoreHits < 0 {
+		return -1
+	}
+	if f.Hits < f.StoreHits {
+		return 0
+	}
+	return f.Hits - f.StoreHits
 }
 
 // sickAdmin is the admin path the scenario reads Weir's metrics from.
@@ -107,6 +126,7 @@ func RunSickStore(env ScenarioEnv, o SickStoreOptions) (SickStoreFigures, error)
 				return fmt.Errorf("warming %s: status %d, %v", k, r.status, err)
 			}
 		}
+		hitsBefore := keyspaceHits(rd)
 		proxy.SetMode(FaultFailHalf, 0)
 		env.logf("half the store's calls fail from now on; %d requests from %d clients", o.Requests, o.Clients)
 		ctx := context.Background()
@@ -134,6 +154,10 @@ func RunSickStore(env ScenarioEnv, o SickStoreOptions) (SickStoreFigures, error)
 		f.Requests = int64(o.Requests)
 		f.Hits = atomic.LoadInt64(&hits)
 		f.Proxy = proxy.Stats()
+		f.StoreHits = -1
+		if after := keyspaceHits(rd); hitsBefore >= 0 && after >= 0 {
+			f.StoreHits = after - hitsBefore
+		}
 		for _, k := range keys {
 			f.Fetches += origin.Count(k)
 		}
@@ -177,4 +201,22 @@ func metricValue(metrics, sample string) string {
 		}
 	}
 	return ""
+}
+
+// keyspaceHits is Redis's count of lookups that found their key (INFO stats), -1 when it
+// cannot be read.
+func keyspaceHits(rd *Redis) int64 {
+	info, err := rd.Do("INFO", "stats")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "keyspace_hits:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }

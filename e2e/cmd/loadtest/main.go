@@ -177,8 +177,8 @@ func sickStore(env e2e.ScenarioEnv, o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Printf("FIGURE sickstore: %d requests, client errors %d; store breaker trips %d; hits %d of which the local fallback's are not counted apart by Weir\n",
-		f.Requests, f.Errors(), f.Trips, f.Hits)
+	fmt.Printf("FIGURE sickstore: %d requests, client errors %d; store breaker trips %d; hits %d, at least %d of them the local fallback's (hits Redis did not answer)\n",
+		f.Requests, f.Errors(), f.Trips, f.Hits, f.FallbackHits())
 	var missed []string
 	if f.Errors() > 0 {
 		missed = append(missed, fmt.Sprintf("%d client errors", f.Errors()))
