@@ -48,7 +48,10 @@ type FairnessOptions struct {
 // FairnessRepeat is one measurement of the other paths without the flood and with it.
 type FairnessRepeat struct {
 	base, during limStats
-	flood        limFloodStats
+	// baseCPU and duringCPU are Traefik's CPU time over each run's wall time, in cores: on
+	// two cores, what the flood costs Traefik is CPU the other paths' requests wait for.
+	baseCPU, duringCPU float64
+	flood              limFloodStats
 	// Peak is the most flood fetches the origin had served at once by the repeat's end.
 	Peak int64
 	// Ratio is the other paths' p99 latency with the flood over their p99 without it.
@@ -90,8 +93,8 @@ func (f FairnessFigures) Best() float64 {
 func (f FairnessFigures) String() string {
 	var b strings.Builder
 	for i, r := range f.Repeats {
-		fmt.Fprintf(&b, "repeat %d: other paths without the flood: %s\n", i+1, r.base)
-		fmt.Fprintf(&b, "repeat %d: other paths during the flood:  %s\n", i+1, r.during)
+		fmt.Fprintf(&b, "repeat %d: other paths without the flood: %s; Traefik %.2f cores\n", i+1, r.base, r.baseCPU)
+		fmt.Fprintf(&b, "repeat %d: other paths during the flood:  %s; Traefik %.2f cores\n", i+1, r.during, r.duringCPU)
 		fmt.Fprintf(&b, "repeat %d: flood: %s; its origin peak in flight %d (maxPerPartition %d); p99 ratio %.2f\n", i+1, r.flood, r.Peak, fairPerPartition, r.Ratio)
 	}
 	if f.ControlRatio > 0 {
@@ -167,8 +170,15 @@ func fairness(env ScenarioEnv, o FairnessOptions, tr *Traefik, search *inFlight,
 		return p
 	}
 	check := func(r limReply) string { return limWantStatus(r, "uri-miss") }
+	var cpu float64
 	measure := func(what string, n int, check func(limReply) string) (limStats, error) {
+		before, cpuErr := ProcessCPU(tr.Pid())
 		st, err := burst(tr, others(n), fairOtherWorkers, 60*time.Second, arrivals, check)
+		after, cpuErr2 := ProcessCPU(tr.Pid())
+		cpu = 0
+		if cpuErr == nil && cpuErr2 == nil && st.elapsed > 0 {
+			cpu = float64(after-before) / float64(st.elapsed)
+		}
 		if err == nil && st.errors > 0 {
 			err = fmt.Errorf("other paths %s: %d of %d answers wrong; first: %s", what, st.errors, st.requests, st.firstError)
 		}
@@ -192,11 +202,13 @@ func fairness(env ScenarioEnv, o FairnessOptions, tr *Traefik, search *inFlight,
 		if r.base, err = measure("without the flood", o.Samples, check); err != nil {
 			return f, err
 		}
+		r.baseCPU = cpu
 		fl, err := flooded(fairPerPartition)
 		if err != nil {
 			return f, err
 		}
 		r.during, err = measure("during the flood", o.Samples, check)
+		r.duringCPU = cpu
 		fs, endErr := fl.end()
 		if err != nil {
 			return f, err
