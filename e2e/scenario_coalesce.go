@@ -53,7 +53,7 @@ func (f HotKeyFigures) Errors() int { return f.errors.n }
 // RunHotKey stores a key with max-age=1 and no stale-* directive, waits until it has
 // expired, then sends o.Clients requests for it at once, on connections opened beforehand.
 // The origin takes o.OriginDelay to answer the refetch: every request arrives while it is
-// in flight, and coalescing must make it the only one (FR-COL-1).
+// in flight, and coalescing must make it the only one (FR-COA-1).
 func RunHotKey(env ScenarioEnv, o HotKeyOptions) (HotKeyFigures, error) {
 	orDefault(&o.Clients, 1000)
 	if o.OriginDelay == 0 {
@@ -176,7 +176,7 @@ func (f RoundsFigures) String() string {
 // RunRounds sends, round after round, o.Clients requests at once for a key no request has
 // asked for before, to an origin that answers at once, and counts the origin's fetches of
 // each round's key: coalescing makes one, and a request that comes after the fetch is a
-// hit (FR-COL-1).
+// hit (FR-COA-1).
 func RunRounds(env ScenarioEnv, o RoundsOptions) (RoundsFigures, error) {
 	orDefault(&o.Rounds, 10000)
 	orDefault(&o.Clients, 10)

@@ -42,6 +42,8 @@ type SickStoreFigures struct {
 	Trips, Closes int
 	// OpenAtEnd is weir_store_breaker_open when the load ended.
 	OpenAtEnd string
+	// Panics are the lines of Traefik's log and output that speak of a panic.
+	Panics []string
 	// Proxy is what the fault proxy did to the store's calls.
 	Proxy   FaultStats
 	Elapsed time.Duration
@@ -56,7 +58,7 @@ func (f SickStoreFigures) String() string {
 	return fmt.Sprintf("%d requests in %v (%.0f/s) with half the store's calls failing: client errors %s; %d hits (%.1f%%), at least %d of them from the local fallback (Redis answered %d lookups with an entry); %d origin fetches; "+
 		"answers: %s; store breaker opened %d times, closed %d times, open at the end %s; fault proxy: %s",
 		f.Requests, f.Elapsed.Round(time.Millisecond), float64(f.Requests)/f.Elapsed.Seconds(), f.errors, f.Hits, 100*float64(f.Hits)/float64(f.Requests+1),
-		f.FallbackHits(), f.StoreHits, f.Fetches, f.outcome.orNone(), f.Trips, f.Closes, f.OpenAtEnd, f.Proxy)
+		f.FallbackHits(), f.StoreHits, f.Fetches, f.outcome.orNone(), f.Trips, f.Closes, f.OpenAtEnd, f.Proxy) + panicReport(f.Panics)
 }
 
 // FallbackHits is the least number of hits the local fallback answered: Hits - StoreHits;
@@ -166,6 +168,7 @@ func RunSickStore(env ScenarioEnv, o SickStoreOptions) (SickStoreFigures, error)
 		if err != nil {
 			return err
 		}
+		f.Panics = panicLines(tr)
 		for _, l := range lines {
 			if strings.Contains(l, "store_breaker_opened") {
 				f.Trips++
@@ -219,4 +222,30 @@ func keyspaceHits(rd *Redis) int64 {
 		}
 	}
 	return -1
+}
+
+// panicLines are the lines of Traefik's log and output that speak of a panic, with the
+// stack lines after each (at most 200 lines in all).
+func panicLines(tr *Traefik) []string {
+	var out []string
+	for _, p := range []string{tr.LogPath, tr.OutPath} {
+		lines, err := readLines(p)
+		if err != nil {
+			continue
+		}
+		for i := 0; i < len(lines) && len(out) < 200; i++ {
+			if strings.Contains(lines[i], "panic") {
+				out = append(out, lines[i])
+			}
+		}
+	}
+	return out
+}
+
+// panicReport is "" without panics, else the lines that speak of them.
+func panicReport(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\npanics in Traefik's log:\n" + strings.Join(lines, "\n")
 }

@@ -55,10 +55,11 @@ func main() {
 }
 
 func run() int {
-	var traefik, root string
+	var traefik, root, dir string
 	var o options
 	flag.StringVar(&traefik, "traefik", os.Getenv("WEIR_TRAEFIK"), "Traefik binary (default: $WEIR_TRAEFIK, else scripts/build-traefik.sh)")
 	flag.StringVar(&root, "plugin-root", "", "directory holding the plugin source (default: this repository)")
+	flag.StringVar(&dir, "dir", "", "keep Traefik's and Redis's files (configuration, logs) under this directory, made if missing (default: temporary, removed)")
 	flag.IntVar(&o.requests, "requests", 1000000, "sickstore: requests while the store fails half its calls")
 	flag.IntVar(&o.rounds, "rounds", 10000, "rounds: rounds of concurrent cold requests")
 	flag.IntVar(&o.repeats, "repeats", 5, "fairness: measurements without and with the flood; the median ratio is the figure")
@@ -86,7 +87,13 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "loadtest: %v\n", err)
 		return 1
 	}
-	env := e2e.ScenarioEnv{Traefik: traefik, Root: root, Logf: func(format string, args ...interface{}) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "loadtest: %v\n", err)
+			return 1
+		}
+	}
+	env := e2e.ScenarioEnv{Traefik: traefik, Root: root, Dir: dir, Logf: func(format string, args ...interface{}) {
 		fmt.Printf("  "+format+"\n", args...)
 	}}
 	fmt.Printf("traefik %s, plugin %s; %d CPUs, load average %s\n", traefik, root, runtime.NumCPU(), loadAverage())
