@@ -91,7 +91,7 @@ func TestCoalescingExpiredHotKey(t *testing.T) {
 // RunRounds, 300 rounds of its published 10,000). A request that arrives once its round's
 // fetch has been stored is a hit. Asserted: no round without a fetch, no wrong answer, and
 // at most roundsBound fetches a round over the 300: no round cost two in the published
-// 10,000 (docs/benchmarks.md), and the bound leaves room for a rare one (the seed reports
+// 10,000 (docs/benchmarks.md), and the bound leaves room for a rare one (the reference figure is
 // 1.003 to 1.004) while a coalescing that failed would cost up to 10.
 func TestCoalescingRounds(t *testing.T) {
 	const roundsBound = 1.1

@@ -138,7 +138,7 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// fairnessTarget is the seed's published bound on the p99 ratio (it reports 1.11).
+// fairnessTarget is the published bound on the p99 ratio (the reference figure is 1.11).
 const fairnessTarget = 1.2
 
 func fairness(env e2e.ScenarioEnv, o options) ([]string, error) {
