@@ -410,7 +410,7 @@ func untilAnswered(tr *Traefik, paths []string, clients int, bound time.Duration
 	defer cancel()
 	a := &answered{}
 	took := make([]time.Duration, len(paths))
-	var requests int64
+	var requests, finished int64
 	began := time.Now()
 	eachIndex(ctx, clients, len(paths), func(i int) {
 		for ctx.Err() == nil {
@@ -419,6 +419,7 @@ func untilAnswered(tr *Traefik, paths []string, clients int, bound time.Duration
 			if err != nil {
 				if ctx.Err() == nil {
 					a.errors.add(fmt.Sprintf("%s: %v", paths[i], err))
+					atomic.AddInt64(&finished, 1)
 				}
 				return
 			}
@@ -436,6 +437,7 @@ func untilAnswered(tr *Traefik, paths []string, clients int, bound time.Duration
 				continue
 			}
 			took[i] = r.took
+			atomic.AddInt64(&finished, 1)
 			if problem := check(r); problem != "" {
 				a.errors.add(problem)
 			}
@@ -451,7 +453,7 @@ func untilAnswered(tr *Traefik, paths []string, clients int, bound time.Duration
 			done = append(done, d)
 		}
 	}
-	a.unanswered = len(paths) - len(done) - a.errors.n
+	a.unanswered = len(paths) - int(atomic.LoadInt64(&finished))
 	sort.Slice(done, func(i, j int) bool { return done[i] < done[j] })
 	a.p50, a.p99 = limPercentile(done, 50), limPercentile(done, 99)
 	return a
