@@ -55,13 +55,17 @@ func TestLimiterMassExpiry(t *testing.T) {
 
 // fairnessBound is what TestLimiterFairness holds the other paths' p99 ratio to, best of its
 // attempts. The published target is 1.2 (scripts/loadtest.sh fairness, the median of five
-// repeats on a machine of its own). Here the machine is shared by other tests and people:
-// one burst of someone else's load stretches a p99 of 300 samples by tens of percent, so a
-// bound near 1.2 would fail with the machine, not with Weir. What the test must catch is a
-// partition cap that does not hold: the flood then takes every slot and the other paths wait
-// behind its 100ms fetches, five times their 20ms (the control run measures that ratio, 4 and
-// more, and logs it). 2.0 sits between the two, and each attempt re-measures both runs.
-const fairnessBound = 2.0
+// repeats, on a machine with cores to spare). Here the machine is shared by other tests and
+// people: the flood's clients and Traefik's work for them take CPU the other paths' requests
+// then wait for, and one burst of someone else's load stretches a p99 of 300 samples by tens
+// of percent, so a bound near 1.2 would fail with the machine, not with Weir (the ratios
+// measured on the shared two-core machine at load averages of 4 to 16 ran from 1.28 to 4.89,
+// the best of each set of attempts 1.28 to 1.76; docs/benchmarks.md). What the test must catch
+// is a partition cap that does not hold: the flood then takes every slot and the other paths
+// wait behind its 100ms fetches, five times their 20ms (the control run measures that ratio:
+// 4.3 to 7.0 on the same machine, and logs it). 2.5, best of up to five attempts each of which
+// re-measures both runs, sits between the two.
+const fairnessBound = 2.5
 
 // TestLimiterFairness: a flood of distinct queries on one slow path holds at most
 // limiter.maxPerPartition origin slots and has its excess shed, while every cacheable miss on
