@@ -53,24 +53,30 @@ func TestLimiterMassExpiry(t *testing.T) {
 	}
 }
 
-// fairnessBound is what TestLimiterFairness holds the other paths' p99 ratio to, best of its
-// attempts. The published target is 1.2 (scripts/loadtest.sh fairness, the median of five
-// repeats, on a machine with cores to spare). Here the machine is shared by other tests and
-// people: the flood's clients and Traefik's work for them take CPU the other paths' requests
-// then wait for, and one burst of someone else's load stretches a p99 of 300 samples by tens
-// of percent, so a bound near 1.2 would fail with the machine, not with Weir (the ratios
-// measured on the shared two-core machine at load averages of 4 to 16 ran from 1.28 to 4.89,
-// the best of each set of attempts 1.28 to 1.76; docs/benchmarks.md). What the test must catch
-// is a partition cap that does not hold: the flood then takes every slot and the other paths
-// wait behind its 100ms fetches, five times their 20ms (the control run measures that ratio:
-// 4.3 to 7.0 on the same machine, and logs it). 2.5, best of up to five attempts each of which
-// re-measures both runs, sits between the two.
-const fairnessBound = 2.5
+// The bounds TestLimiterFairness holds the other paths' latency to, with the flood over
+// without it. The published target, the p99 ratio at most 1.2, is scripts/loadtest.sh
+// fairness's (the median of five repeats, on a machine with cores to spare). Here the machine
+// is shared by other tests and people: the flood's clients and Traefik's work for them take
+// CPU the other paths' requests then wait for, and a burst of someone else's load stretches a
+// p99 of 300 samples many times over. On the shared two-core machine at load averages of 4
+// to 16 the p99 ratio ran from 1.28 to 10.76, the best of each set of attempts 1.28 to 2.28,
+// while the median latency's ratio stayed within 1.34 (docs/benchmarks.md). What the test must
+// catch is a partition cap that does not hold: the flood then takes every slot and the other
+// paths wait behind its 100ms fetches, five times their 20ms; the control run measures that
+// (p99 ratio 4.3 to 7.0, median's 5 to 9 on the same machine) and logs it. So the median
+// latency's ratio, the median over the attempts, is held to 1.5, and the p99 ratio, best of
+// up to five attempts each of which re-measures both runs, to a looser 3.0: both between a
+// cap that holds on a busy machine and one that does not.
+const (
+	fairnessMedianBound = 1.5
+	fairnessBound       = 3.0
+)
 
 // TestLimiterFairness: a flood of distinct queries on one slow path holds at most
 // limiter.maxPerPartition origin slots and has its excess shed, while every cacheable miss on
 // other paths is answered by the origin, none shed (FR-LIM-3); their p99 latency with the
-// flood over their p99 without it is at most fairnessBound, best of up to five attempts (the
+// flood over their p99 without it is at most fairnessBound, best of up to five attempts, and the
+// ratio of their median latencies at most fairnessMedianBound (the
 // flood-fairness scenario, RunFairness). A control run with the partition cap raised to the
 // whole pool shows the flood taking every slot when the cap does not hold it.
 func TestLimiterFairness(t *testing.T) {
@@ -89,6 +95,9 @@ func TestLimiterFairness(t *testing.T) {
 	}
 	if best := f.Best(); best > fairnessBound {
 		t.Errorf("other paths' p99 with the flood over their p99 without it: %s, the best %.2f; want at most %.1f", FormatRatios(f.Ratios()), best, fairnessBound)
+	}
+	if m := Median(f.P50Ratios()); m > fairnessMedianBound {
+		t.Errorf("other paths' median latency with the flood over without it: %s, their median %.2f; want at most %.1f", FormatRatios(f.P50Ratios()), m, fairnessMedianBound)
 	}
 	if f.ControlPeak < fairSlots {
 		t.Errorf("control: the flood held at most %d slots without the partition cap, want all %d", f.ControlPeak, fairSlots)

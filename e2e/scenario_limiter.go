@@ -56,6 +56,9 @@ type FairnessRepeat struct {
 	Peak int64
 	// Ratio is the other paths' p99 latency with the flood over their p99 without it.
 	Ratio float64
+	// P50Ratio is the same for their median latency, which a burst of other work on the
+	// machine moves far less than a p99.
+	P50Ratio float64
 }
 
 // FairnessFigures is what the flood-fairness scenario measured.
@@ -80,6 +83,15 @@ func (f FairnessFigures) Ratios() []float64 {
 	return rs
 }
 
+// P50Ratios are the repeats' ratios of median latencies, in order.
+func (f FairnessFigures) P50Ratios() []float64 {
+	var rs []float64
+	for _, r := range f.Repeats {
+		rs = append(rs, r.P50Ratio)
+	}
+	return rs
+}
+
 // Best is the smallest ratio.
 func (f FairnessFigures) Best() float64 {
 	rs := f.Ratios()
@@ -95,12 +107,12 @@ func (f FairnessFigures) String() string {
 	for i, r := range f.Repeats {
 		fmt.Fprintf(&b, "repeat %d: other paths without the flood: %s; Traefik %.2f cores\n", i+1, r.base, r.baseCPU)
 		fmt.Fprintf(&b, "repeat %d: other paths during the flood:  %s; Traefik %.2f cores\n", i+1, r.during, r.duringCPU)
-		fmt.Fprintf(&b, "repeat %d: flood: %s; its origin peak in flight %d (maxPerPartition %d); p99 ratio %.2f\n", i+1, r.flood, r.Peak, fairPerPartition, r.Ratio)
+		fmt.Fprintf(&b, "repeat %d: flood: %s; its origin peak in flight %d (maxPerPartition %d); p99 ratio %.2f, p50 ratio %.2f\n", i+1, r.flood, r.Peak, fairPerPartition, r.Ratio, r.P50Ratio)
 	}
 	if f.ControlRatio > 0 {
 		fmt.Fprintf(&b, "control, no partition cap: other paths %s (p99 ratio %.2f); flood %s, its origin peak in flight %d\n", f.control, f.ControlRatio, f.controlFlood, f.ControlPeak)
 	}
-	fmt.Fprintf(&b, "p99 ratios %s, median %.2f", FormatRatios(f.Ratios()), Median(f.Ratios()))
+	fmt.Fprintf(&b, "p99 ratios %s, median %.2f; p50 ratios %s, median %.2f", FormatRatios(f.Ratios()), Median(f.Ratios()), FormatRatios(f.P50Ratios()), Median(f.P50Ratios()))
 	return b.String()
 }
 
@@ -221,6 +233,7 @@ func fairness(env ScenarioEnv, o FairnessOptions, tr *Traefik, search *inFlight,
 			return f, fmt.Errorf("flood: %d answers neither 200 nor a shed 503 with Retry-After; first: %s", fs.errors, fs.firstError)
 		}
 		r.Ratio = float64(r.during.p99) / float64(r.base.p99)
+		r.P50Ratio = float64(r.during.p50) / float64(r.base.p50)
 		r.Peak = search.most()
 		f.Repeats = append(f.Repeats, r)
 		env.logf("repeat %d: p99 %v without the flood, %v with it: ratio %.2f; flood %s", i, r.base.p99, r.during.p99, r.Ratio, fs)
