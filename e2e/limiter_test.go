@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,205 +27,80 @@ import (
 const limLatencyRatio = 1.5
 
 // TestLimiterMassExpiry: 10,000 keys stored within seconds expire together and are all
-// requested again by 200 concurrent clients. Every key is fetched again exactly once, the
-// origin never sees more than limiter.maxConcurrent fetches at once, and no client is
-// refused: the queue is sized so that the burst waits rather than being shed (FR-LIM-1,
-// FR-LIM-2).
+// requested again by 200 concurrent clients, under limiter.maxConcurrent 32 with the default
+// queue (the mass-expiry scenario, RunExpiry). Every key is fetched again exactly once, the
+// origin never sees more than 32 fetches at once, and no client gets an error besides a
+// designed refusal, which it retries (FR-LIM-1, FR-LIM-2).
 func TestLimiterMassExpiry(t *testing.T) {
-	const (
-		keys    = 10000
-		clients = 200
-		slots   = 32
-		maxAge  = 3
-		// refetchDelay slows the origin for the refetch, so that 200 clients can keep more
-		// than 32 fetches wanted at once and the limiter, not Traefik, is what bounds them.
-		refetchDelay = 20 * time.Millisecond
-	)
-	o := newOrigin(t)
-	var slow int32
-	origin := func(w http.ResponseWriter, r *http.Request) {
-		if atomic.LoadInt32(&slow) == 1 {
-			time.Sleep(refetchDelay)
-		}
-		w.Header().Set("Cache-Control", "max-age="+strconv.Itoa(maxAge))
-		w.Header().Set("Content-Type", "text/plain")
-		io.WriteString(w, r.URL.Path)
+	f, err := RunExpiry(scenarioEnv(t), ExpiryOptions{Conf: specConfig(t), Keys: 10000, Clients: 200})
+	t.Logf("mass expiry:\n%s", f)
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
-	paths := make([]string, keys)
-	for i := range paths {
-		paths[i] = fmt.Sprintf("/mx/%d", i)
-		o.Handle(paths[i], origin)
+	if f.Errors > 0 {
+		t.Errorf("%d client errors besides designed refusals, want 0: %s", f.Errors, f.FirstErrors())
 	}
-	conf := specConfig(t)
-	// maxQueue holds every client; maxQueueWait outlasts the whole refetch, so nothing is shed.
-	conf["limiter"] = map[string]interface{}{
-		"maxConcurrent": strconv.Itoa(slots), "maxPerPartition": strconv.Itoa(slots),
-		"maxQueue": "10000", "maxQueueWait": "30s",
+	if f.StorePeak > expirySlots || f.Peak > expirySlots {
+		t.Errorf("origin peak in flight: %d while storing, %d while refetching; want at most maxConcurrent %d", f.StorePeak, f.Peak, expirySlots)
 	}
-	tr := startTraefik(t, o, cachedRoute("mx", "/mx/", "weir-mx", conf))
-	limLogPanics(t, tr)
-
-	o.ResetMaxInFlight()
-	store := limBurst(t, tr, paths, clients, 90*time.Second, nil, func(r limReply) string {
-		return limWantStatus(r, "uri-miss")
-	})
-	storePeak := o.MaxInFlight()
-	t.Logf("store: %s; origin peak in flight %d", store, storePeak)
-	store.mustBeClean(t, "store")
-
-	// Every entry is stale maxAge seconds after it was stored at the latest (the Date field
-	// counts whole seconds, which can only make the age larger).
-	time.Sleep(time.Until(store.end().Add(maxAge*time.Second + 500*time.Millisecond)))
-
-	atomic.StoreInt32(&slow, 1)
-	o.ResetMaxInFlight()
-	// An entry with neither validators nor stale-* directives is not kept past its freshness,
-	// so the refetch reads as a miss.
-	refetch := limBurst(t, tr, paths, clients, 120*time.Second, nil, func(r limReply) string {
-		return limWantStatus(r, "uri-miss")
-	})
-	peak := o.MaxInFlight()
-	t.Logf("refetch after mass expiry: %s; origin peak in flight %d (limit %d); floor %v",
-		refetch, peak, slots, time.Duration(keys/slots)*refetchDelay)
-	refetch.mustBeClean(t, "refetch")
-
-	if storePeak > slots || peak > slots {
-		t.Errorf("origin peak in flight: %d while storing, %d while refetching; want at most maxConcurrent %d", storePeak, peak, slots)
-	}
-	if peak < slots {
+	if f.Peak < expirySlots {
 		// 200 clients against a 20ms origin want ~200 fetches at once: a peak under the
 		// limit means the bound was never tested.
-		t.Errorf("origin peak in flight while refetching = %d, want the limit %d reached: the load did not press on the limiter", peak, slots)
+		t.Errorf("origin peak in flight while refetching = %d, want the limit %d reached: the load did not press on the limiter", f.Peak, expirySlots)
 	}
-	wrong := 0
-	for _, p := range paths {
-		if n := o.Count(p); n != 2 {
-			if wrong < 5 {
-				t.Errorf("origin requests for %s = %d, want 2 (stored once, refetched once)", p, n)
-			}
-			wrong++
-		}
-	}
-	if wrong > 0 {
-		t.Errorf("%d of %d keys were not fetched exactly twice", wrong, keys)
+	if f.Refetched != 10000 {
+		t.Errorf("%d of 10000 keys fetched exactly twice (stored once, refetched once), want all", f.Refetched)
 	}
 }
 
+// The bounds TestLimiterFairness holds the other paths' latency to, with the flood over
+// without it. The published target, the p99 ratio at most 1.2, is scripts/loadtest.sh
+// fairness's (the median of five repeats, on a machine with cores to spare). Here the machine
+// is shared by other tests and people: the flood's clients and Traefik's work for them take
+// CPU the other paths' requests then wait for, and a burst of someone else's load stretches a
+// p99 of 300 samples many times over. On the shared two-core machine at load averages of 4
+// to 16 the p99 ratio ran from 1.28 to 10.76, the best of each set of attempts 1.28 to 2.28,
+// while the median latency's ratio stayed within 1.34 (docs/benchmarks.md). What the test must
+// catch is a partition cap that does not hold: the flood then takes every slot and the other
+// paths wait behind its 100ms fetches, five times their 20ms; the control run measures that
+// (p99 ratio 4.3 to 7.0, median's 5 to 9 on the same machine) and logs it. So the median
+// latency's ratio, the median over the attempts, is held to 1.5, and the p99 ratio, best of
+// up to five attempts each of which re-measures both runs, to a looser 3.0: both between a
+// cap that holds on a busy machine and one that does not.
+const (
+	fairnessMedianBound = 1.5
+	fairnessBound       = 3.0
+)
+
 // TestLimiterFairness: a flood of distinct queries on one slow path holds at most
 // limiter.maxPerPartition origin slots and has its excess shed, while every cacheable miss on
-// other paths is answered by the origin, none shed (FR-LIM-3); their p99 latency with and
-// without the flood is logged. A control run with the partition cap raised to the whole pool
-// shows the flood taking every slot when the cap does not hold it.
+// other paths is answered by the origin, none shed (FR-LIM-3); their p99 latency with the
+// flood over their p99 without it is at most fairnessBound, best of up to five attempts, and the
+// ratio of their median latencies at most fairnessMedianBound (the
+// flood-fairness scenario, RunFairness). A control run with the partition cap raised to the
+// whole pool shows the flood taking every slot when the cap does not hold it.
 func TestLimiterFairness(t *testing.T) {
-	const (
-		slots        = 32
-		perPartition = 16
-		floodClients = 64
-		samples      = 300
-		warmup       = 50
-		// otherWorkers send the other paths' requests, each one after the other: the
-		// measurement is of waiting for a slot, not of Traefik's own concurrency.
-		otherWorkers = 2
-		searchDelay  = 100 * time.Millisecond
-		otherDelay   = 20 * time.Millisecond
-	)
-	o := newOrigin(t)
-	var search inFlight
-	o.Handle("/fair/search", search.count(delayed(searchDelay, searchResults)))
-	// arrivals tells a slow answer's time before the origin (Traefik, Weir, the limiter's
-	// queue) from its time after.
-	arrivals := newLimArrivals()
-	// Paths enough for the warm-up, three measurements of two runs each and the control:
-	// every request of the other paths is a miss on a path of its own.
-	const otherPaths = warmup + 3*2*samples + samples/3
-	for i := 0; i < otherPaths; i++ {
-		o.Handle(fmt.Sprintf("/fair/other/%d", i), func(w http.ResponseWriter, r *http.Request) {
-			arrivals.note(r.URL.Path)
-			time.Sleep(otherDelay)
-			w.Header().Set("Cache-Control", "max-age=60")
-			io.WriteString(w, r.URL.Path)
-		})
+	f, err := RunFairness(scenarioEnv(t), FairnessOptions{Conf: specConfig(t), Repeats: 5, StopAt: limLatencyRatio, Control: true})
+	t.Logf("flood fairness:\n%s", f)
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
-	limiter := func(perPartition int) map[string]interface{} {
-		conf := specConfig(t)
-		// The flood's queued requests wait at most 200ms: with 64 clients against 16 slots of
-		// a 100ms origin, the excess is shed with queue-wait.
-		conf["limiter"] = map[string]interface{}{
-			"maxConcurrent": strconv.Itoa(slots), "maxPerPartition": strconv.Itoa(perPartition),
-			"maxQueueWait": "200ms",
+	for i, r := range f.Repeats {
+		if r.Peak > fairPerPartition {
+			t.Errorf("attempt %d: origin saw %d /fair/search fetches at once, want at most maxPerPartition %d", i+1, r.Peak, fairPerPartition)
 		}
-		return conf
-	}
-	tr := startTraefik(t, o, cachedRoute("fair", "/fair/", "weir-fair", limiter(perPartition)))
-	limLogPanics(t, tr)
-
-	next := 0
-	others := func(n int) []string {
-		p := make([]string, n)
-		for i := range p {
-			p[i] = fmt.Sprintf("/fair/other/%d", next)
-			next++
-		}
-		return p
-	}
-	check := func(r limReply) string { return limWantStatus(r, "uri-miss") }
-	// A first round warms Traefik and the connections; it is not measured.
-	limBurst(t, tr, others(warmup), otherWorkers, 30*time.Second, arrivals, check)
-
-	// Up to three measurements, each a run without the flood and one with it: the machine
-	// is shared, and one burst of someone else's load can stretch a p99. A flood that really
-	// held the other paths back misses the bound every time.
-	var ratio float64
-	var base limStats
-	for attempt := 1; attempt <= 3; attempt++ {
-		base = limBurst(t, tr, others(samples), otherWorkers, 60*time.Second, arrivals, check)
-		t.Logf("attempt %d: other paths without the flood: %s", attempt, base)
-		base.mustBeClean(t, "other paths without the flood")
-
-		flood := limStartFlood(t, tr, "/fair/search?q=", floodClients)
-		if !waitFor(5*time.Second, func() bool { return search.now() >= perPartition }) {
-			t.Fatalf("the flood never held %d slots at the origin (in flight %d)", perPartition, search.now())
-		}
-		during := limBurst(t, tr, others(samples), otherWorkers, 60*time.Second, arrivals, check)
-		fs := flood.stop(t)
-		t.Logf("attempt %d: other paths during the flood: %s", attempt, during)
-		t.Logf("attempt %d: flood: %s; origin /fair/search peak in flight %d (cap %d)", attempt, fs, search.most(), perPartition)
-		during.mustBeClean(t, "other paths during the flood")
-
-		if p := search.most(); p > perPartition {
-			t.Errorf("origin saw %d /fair/search fetches at once, want at most maxPerPartition %d", p, perPartition)
-		}
-		if fs.errors > 0 {
-			t.Errorf("flood: %d answers neither 200 nor a shed 503 with Retry-After; first: %s", fs.errors, fs.firstError)
-		}
-		if fs.shed() == 0 {
-			t.Errorf("flood: nothing was shed (%s), want its excess refused with 503", fs)
-		}
-		// The latency is measured and logged, not asserted: this machine is shared, and a
-		// timed bound fails with its load, not with Weir (speed is for benchmarks). What is
-		// asserted is the structure: the flood held at its cap, shed beyond it, and every
-		// request of the other paths answered by the origin, none shed.
-		ratio = float64(during.p99) / float64(base.p99)
-		t.Logf("attempt %d: p99 of other paths: %v without the flood, %v with it: ratio %.2f (%.1f expected on a quiet machine)", attempt, base.p99, during.p99, ratio, limLatencyRatio)
-		if ratio <= limLatencyRatio || t.Failed() {
-			break
+		if r.flood.shed() == 0 {
+			t.Errorf("attempt %d: flood: nothing was shed (%s), want its excess refused with 503", i+1, r.flood)
 		}
 	}
-
-	// Control: the partition cap raised to the pool's size lets the flood take every slot.
-	// The other paths must then be seen to wait, or this test could not tell a cap that works
-	// from one that does not. A third of the samples: each waits behind the flood.
-	apply(t, tr, cachedRoute("fair", "/fair/", "weir-fair", limiter(slots)))
-	flood := limStartFlood(t, tr, "/fair/search?q=", floodClients)
-	if !waitFor(5*time.Second, func() bool { return search.now() >= slots }) {
-		t.Fatalf("control: the flood never held %d slots (in flight %d)", slots, search.now())
+	if best := f.Best(); best > fairnessBound {
+		t.Errorf("other paths' p99 with the flood over their p99 without it: %s, the best %.2f; want at most %.1f", FormatRatios(f.Ratios()), best, fairnessBound)
 	}
-	control := limBurst(t, tr, others(samples/3), otherWorkers, 60*time.Second, arrivals, nil)
-	cs := flood.stop(t)
-	t.Logf("control, no partition cap: other paths %s (p99 %.1fx the run without the flood); flood %s",
-		control, float64(control.p99)/float64(base.p99), cs)
-	if p := search.most(); p < slots {
-		t.Errorf("control: the flood held at most %d slots without the partition cap, want all %d", p, slots)
+	if m := Median(f.P50Ratios()); m > fairnessMedianBound {
+		t.Errorf("other paths' median latency with the flood over without it: %s, their median %.2f; want at most %.1f", FormatRatios(f.P50Ratios()), m, fairnessMedianBound)
+	}
+	if f.ControlPeak < fairSlots {
+		t.Errorf("control: the flood held at most %d slots without the partition cap, want all %d", f.ControlPeak, fairSlots)
 	}
 }
 
@@ -461,59 +333,6 @@ func TestLimiterQueuePerPartition(t *testing.T) {
 	}
 }
 
-// limReply is one answer seen by limBurst.
-type limReply struct {
-	path   string
-	status int
-	cs     cacheStatus
-	retry  string
-	header http.Header
-	body   string
-	took   time.Duration
-}
-
-// limWantStatus checks an answer of the cacheable test origins, which answer with the path:
-// 200, the path as body, and a stored miss forwarded for reason fwd.
-func limWantStatus(r limReply, fwd string) string {
-	if r.status != http.StatusOK || r.body != r.path || r.cs.fwd() != fwd || !r.cs.has("stored") {
-		return fmt.Sprintf("%s: status %d, body %q, Cache-Status %q, header %v; want 200, the path, fwd=%s; stored", r.path, r.status, short(r.body), r.cs, r.header, fwd)
-	}
-	return ""
-}
-
-// limStats sums up a burst of requests.
-type limStats struct {
-	requests   int
-	errors     int
-	firstError string
-	began      time.Time
-	elapsed    time.Duration
-	p50, p99   time.Duration
-	max        time.Duration
-	// beforeOrigin is the p99 of the time requests took to reach the origin, when known.
-	beforeOrigin time.Duration
-	statuses     map[string]int
-}
-
-func (s limStats) String() string {
-	keys := make([]string, 0, len(s.statuses))
-	for k := range s.statuses {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%q×%d", k, s.statuses[k]))
-	}
-	before := ""
-	if s.beforeOrigin > 0 {
-		before = fmt.Sprintf(" (p99 to reach the origin %v)", s.beforeOrigin.Round(10*time.Microsecond))
-	}
-	return fmt.Sprintf("%d requests in %v (%.0f/s), %d errors, latency p50 %v p99 %v max %v%s; %s",
-		s.requests, s.elapsed.Round(time.Millisecond), float64(s.requests)/s.elapsed.Seconds(), s.errors,
-		s.p50.Round(10*time.Microsecond), s.p99.Round(10*time.Microsecond), s.max.Round(10*time.Microsecond), before, strings.Join(parts, ", "))
-}
-
 // mustBeClean fails the test if any answer was wrong, and lets it go on to measure the rest.
 func (s limStats) mustBeClean(t *testing.T, what string) {
 	t.Helper()
@@ -522,207 +341,32 @@ func (s limStats) mustBeClean(t *testing.T, what string) {
 	}
 }
 
-// end is when the burst's last answer came.
-func (s limStats) end() time.Time { return s.began.Add(s.elapsed) }
-
-// limBurst requests every path once with GET, from clients concurrent workers each sending
-// its next request when its answer is read, and stops at the bound. check returns "" for a
-// right answer, otherwise what is wrong; nil accepts any answer. With arrivals (paths each
-// requested once, noted by the origin) the figures include the time to reach the origin.
+// limBurst is burst, failing the test when not every path is answered within bound.
 func limBurst(t *testing.T, tr *Traefik, paths []string, clients int, bound time.Duration, arrivals *limArrivals, check func(limReply) string) limStats {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	took := make([]time.Duration, len(paths))
-	sent := make([]time.Time, len(paths))
-	var mu sync.Mutex // guards the fields of st filled by workers
-	st := limStats{statuses: map[string]int{}}
-	began := time.Now()
-	n := eachIndex(ctx, clients, len(paths), func(i int) {
-		sent[i] = time.Now()
-		r, err := limGet(ctx, tr, paths[i])
-		took[i] = r.took
-		problem := ""
-		switch {
-		case err != nil:
-			problem = fmt.Sprintf("%s: %v", paths[i], err)
-		case check != nil:
-			problem = check(r)
-		}
-		mu.Lock()
-		st.statuses[limStatusKey(r)]++
-		if problem != "" {
-			st.errors++
-			if st.firstError == "" {
-				st.firstError = problem
-			}
-		}
-		mu.Unlock()
-	})
-	st.began = began
-	st.elapsed = time.Since(began)
-	if n < len(paths) {
-		t.Fatalf("burst of %d requests: only %d answered within %v", len(paths), n, bound)
-	}
-	st.requests = n
-	sorted := append([]time.Duration(nil), took[:n]...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	st.p50 = limPercentile(sorted, 50)
-	st.p99 = limPercentile(sorted, 99)
-	st.max = sorted[len(sorted)-1]
-	if arrivals != nil {
-		var before []time.Duration
-		for i := 0; i < n; i++ {
-			if at, ok := arrivals.at(paths[i]); ok {
-				before = append(before, at.Sub(sent[i]))
-			}
-		}
-		sort.Slice(before, func(i, j int) bool { return before[i] < before[j] })
-		st.beforeOrigin = limPercentile(before, 99)
+	st, err := burst(tr, paths, clients, bound, arrivals, check)
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
 	return st
 }
 
-// limArrivals notes when each path's request reached the origin.
-type limArrivals struct {
-	// mu guards at.
-	mu    sync.Mutex
-	times map[string]time.Time
-}
-
-func newLimArrivals() *limArrivals { return &limArrivals{times: map[string]time.Time{}} }
-
-func (a *limArrivals) note(path string) {
-	now := time.Now()
-	a.mu.Lock()
-	a.times[path] = now
-	a.mu.Unlock()
-}
-
-func (a *limArrivals) at(path string) (time.Time, bool) {
-	a.mu.Lock()
-	at, ok := a.times[path]
-	a.mu.Unlock()
-	return at, ok
-}
-
-// limStatusKey names an answer's outcome for the tallies: the status and Weir's
-// Cache-Status without its ttl.
-func limStatusKey(r limReply) string {
-	if r.status == 0 {
-		return "transport error"
-	}
-	key := strconv.Itoa(r.status)
-	if r.cs.hit() {
-		key += " hit"
-	}
-	if f := r.cs.fwd(); f != "" {
-		key += " fwd=" + f
-	}
-	if d := r.cs.params["detail"]; d != "" {
-		key += " detail=" + d
-	}
-	return key
-}
-
-// limPercentile is the p-th percentile of sorted latencies (nearest rank).
-func limPercentile(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := (len(sorted)*p + 99) / 100
-	if i < 1 {
-		i = 1
-	}
-	return sorted[i-1]
-}
-
-// limGet sends one GET and reads its answer whole.
-func limGet(ctx context.Context, tr *Traefik, path string) (limReply, error) {
-	r, err := fetch(ctx, tr.Client(), 30*time.Second, http.MethodGet, tr.URL(path), nil)
-	return limReply{path: path, status: r.status, cs: r.cacheStatus(), retry: r.header.Get("Retry-After"),
-		header: r.header, body: r.body, took: r.took}, err
-}
-
-// limFlood is a flood of distinct queries on one path by a fixed number of clients, each
-// sending its next request when its answer is read.
-type limFlood struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	// mu guards st.
-	mu sync.Mutex
-	st limFloodStats
-}
-
-// limFloodStats counts a flood's answers.
-type limFloodStats struct {
-	ok, queueFull, partitionFull, queueWait, errors int
-	firstError                                      string
-}
-
-func (s limFloodStats) shed() int { return s.queueFull + s.partitionFull + s.queueWait }
-
-func (s limFloodStats) String() string {
-	return fmt.Sprintf("%d answered 200, shed %d (queue-full %d, partition-queue-full %d, queue-wait %d), %d other",
-		s.ok, s.shed(), s.queueFull, s.partitionFull, s.queueWait, s.errors)
-}
-
-var limFloodSeq int64
-
-// limStartFlood starts clients sending GET prefix+N with N never repeated.
+// limStartFlood is startFlood, the flood ended when the test ends.
 func limStartFlood(t *testing.T, tr *Traefik, prefix string, clients int) *limFlood {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &limFlood{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		// Until cancelled: the indexes never run out.
-		eachIndex(ctx, clients, math.MaxInt32, func(int) {
-			path := prefix + strconv.FormatInt(atomic.AddInt64(&limFloodSeq, 1), 10)
-			r, err := limGet(ctx, tr, path)
-			if ctx.Err() == nil {
-				f.count(r, err)
-			}
-		})
-		close(f.done)
-	}()
+	f := startFlood(tr, prefix, clients)
 	t.Cleanup(func() { f.cancel() })
 	return f
 }
 
-func (f *limFlood) count(r limReply, err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	shed := r.status == http.StatusServiceUnavailable && r.retry != ""
-	switch {
-	case err == nil && r.status == http.StatusOK:
-		f.st.ok++
-	case err == nil && shed && r.cs.params["detail"] == "queue-full":
-		f.st.queueFull++
-	case err == nil && shed && r.cs.params["detail"] == "partition-queue-full":
-		f.st.partitionFull++
-	case err == nil && shed && r.cs.params["detail"] == "queue-wait":
-		f.st.queueWait++
-	default:
-		f.st.errors++
-		if f.st.firstError == "" {
-			f.st.firstError = fmt.Sprintf("%s: status %d, Retry-After %q, Cache-Status %q, err %v", r.path, r.status, r.retry, r.cs, err)
-		}
-	}
-}
-
-// stop ends the flood and returns its tallies.
+// stop ends the flood and returns its tallies, failing the test when its clients hang.
 func (f *limFlood) stop(t *testing.T) limFloodStats {
 	t.Helper()
-	f.cancel()
-	select {
-	case <-f.done:
-	case <-time.After(35 * time.Second):
-		t.Fatal("flood clients hang after being stopped")
+	st, err := f.end()
+	if err != nil {
+		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.st
+	return st
 }
 
 // limSlowPost POSTs a body of chunks×size bytes, one chunk every pause, with its length

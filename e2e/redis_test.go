@@ -514,6 +514,26 @@ func TestRedisFaults(t *testing.T) {
 	}
 }
 
+// TestRedisSickStore: 20,000 requests from 16 clients while the fault proxy fails half the
+// store's calls, chosen at random, cost no client an error: every answer is 200 with its
+// key's body, from the store, the local fallback or the origin (the sick-store scenario,
+// RunSickStore, a fiftieth of its published million). The store breaker's trips, counted
+// from its events, are logged.
+func TestRedisSickStore(t *testing.T) {
+	requireE2ERedis(t)
+	f, err := RunSickStore(scenarioEnv(t), SickStoreOptions{Redis: requireRedis(t), Requests: 20000})
+	t.Logf("sick store: %s", f)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	if f.Errors() > 0 {
+		t.Errorf("%d client errors, want 0", f.Errors())
+	}
+	if f.Proxy.Failed == 0 {
+		t.Errorf("the fault proxy failed no call (%s): the store was never sick", f.Proxy)
+	}
+}
+
 // TestRedisUnreachableAtStart: with store.url naming a port nobody listens on, New succeeds
 // and requests are served, from the origin once per instance and then from the instance's
 // own memory (store.Fallback); once a server listens there, answers are stored and shared

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,12 +36,7 @@ func adminMetric(t *testing.T, tr *Traefik, adminPath, sample string) string {
 	if r.status != http.StatusOK {
 		t.Fatalf("GET %s/metrics: %d %q", adminPath, r.status, short(r.body))
 	}
-	for _, line := range strings.Split(r.body, "\n") {
-		if v, ok := strings.CutPrefix(line, sample+" "); ok {
-			return v
-		}
-	}
-	return ""
+	return metricValue(r.body, sample)
 }
 
 // wantStale fails unless r is the stored answer body served stale for detail, with an Age

@@ -127,13 +127,8 @@ func bench(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if o.traefik == "" {
-		if o.traefik, err = e2e.FindTraefik(root); err != nil {
-			return err
-		}
-	}
-	if o.pluginRoot == "" {
-		o.pluginRoot = root
+	if o.traefik, o.pluginRoot, err = e2e.Locate(o.traefik, o.pluginRoot); err != nil {
+		return err
 	}
 	if o.limit == "" {
 		o.limit = filepath.Join(root, filepath.FromSlash(limitDefault))

@@ -384,14 +384,25 @@ func (p *Pool) waitVacantConn(ctx context.Context) (waited time.Duration, err er
 	case <-p.ch:
 		// Additionally check that context hasn't expired while we were waiting,
 		// because `select` picks a random `case` if several of them are "ready".
-		select {
-		case <-ctx.Done():
-			p.ch <- struct{}{}
-			return 0, ctx.Err()
-		default:
+		// Weir: the context is believed only with ctx.Err() set (Yaegi's select may take
+		// a case that is not ready), and the slot goes back only to a pool still open:
+		// Close closes p.ch, and a receive from a closed channel returns at once, so a
+		// waiter whose context ended as the pool closed sent on a closed channel and
+		// panicked on the request's goroutine.
+		if err := ctx.Err(); err != nil {
+			p.mu.Lock()
+			if !p.closed {
+				p.ch <- struct{}{}
+			}
+			p.mu.Unlock()
+			return 0, err
 		}
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		// Yaegi's select took the case while the context had not ended: wait for a slot.
+		return p.waitVacantConn(ctx)
 	}
 
 	if wait {
