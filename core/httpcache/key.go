@@ -1,6 +1,8 @@
 package httpcache
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -242,17 +244,36 @@ func VariantKey(key string, names []string, r *http.Request) string {
 			writeListMembers(&b, vals)
 			continue
 		}
-		// Field lines of a singleton field joined by a byte no field value holds (RFC 9110
-		// section 5.5 forbids CR and LF in one).
-		for i, v := range vals {
-			if i > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(strings.Trim(v, " \t"))
+		if credentialField[name] {
+			// A session cookie or a token is in the key as its SHA-256, never as sent: keys
+			// are what anyone who may list the shared store's keys reads (README, security).
+			// Equal values still select one variant, different ones apart.
+			var v strings.Builder
+			writeSingleton(&v, vals)
+			sum := sha256.Sum256([]byte(v.String()))
+			b.WriteString("sha256=")
+			b.WriteString(hex.EncodeToString(sum[:]))
+			continue
 		}
+		writeSingleton(&b, vals)
 	}
 	return b.String()
 }
+
+// writeSingleton writes a singleton field's lines, each without the white space around it,
+// joined by a byte no field value holds (RFC 9110 section 5.5 forbids CR and LF in one).
+func writeSingleton(b *strings.Builder, vals []string) {
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(strings.Trim(v, " \t"))
+	}
+}
+
+// credentialField names the request fields that carry a user's credentials, which a variant
+// key holds only as a digest.
+var credentialField = map[string]bool{"Authorization": true, "Cookie": true, "Proxy-Authorization": true}
 
 // listField names the request fields whose value is a comma-separated list (RFC 9110 section
 // 5.6.1) and that origins commonly vary on: their members may be re-split and their optional

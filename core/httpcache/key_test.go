@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -232,5 +233,29 @@ func TestVariantKeySingletonFields(t *testing.T) {
 				t.Errorf("VariantKey: %q and %q: same = %v, want %v", a, b, a == b, tc.same)
 			}
 		})
+	}
+}
+
+// TestVariantKeyHidesCredentials: an answer varying on Cookie or Authorization is stored
+// under a key holding the value's SHA-256, never the value: a session in a store's key list
+// is a session anyone listing them could use. Equal values still share a variant.
+func TestVariantKeyHidesCredentials(t *testing.T) {
+	req := func(name, value string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "http://example.com/v", nil)
+		r.Header.Set(name, value)
+		return r
+	}
+	for _, name := range []string{"Cookie", "Authorization", "Proxy-Authorization"} {
+		names := []string{name}
+		a := VariantKey("k", names, req(name, "session=alice-secret"))
+		if strings.Contains(a, "alice-secret") {
+			t.Errorf("%s: VariantKey = %q holds the value", name, a)
+		}
+		if b := VariantKey("k", names, req(name, " session=alice-secret ")); b != a {
+			t.Errorf("%s: the same value apart from outer white space: %q, want %q", name, b, a)
+		}
+		if b := VariantKey("k", names, req(name, "session=alice-secreT")); b == a {
+			t.Errorf("%s: a value one byte apart selects the same variant %q", name, a)
+		}
 	}
 }
