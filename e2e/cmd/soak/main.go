@@ -186,9 +186,12 @@ func soak(ctx context.Context, o options) (verdict, error) {
 	}
 
 	warm, cancelWarm := context.WithTimeout(ctx, warmupFor)
-	newClients(tr.WebURL, time.Now(), sched).steady(warm, o.rate)
+	// The warm-up meets no fault: every answer it gets is one of the schedule-free kinds.
+	warmClients := newClients(tr.WebURL, time.Now(), schedule{})
+	warmClients.steady(warm, o.rate)
 	cancelWarm()
-	fmt.Printf("warmed up for %v; the clock starts\n", warmupFor)
+	warmed := warmClients.tally.snapshot()
+	fmt.Printf("warmed up for %v: %d answers, %d undesigned; the clock starts\n", warmupFor, warmed.sent, warmed.undesigned())
 
 	began := time.Now()
 	cl := newClients(tr.WebURL, began, sched)
@@ -265,6 +268,9 @@ func soak(ctx context.Context, o options) (verdict, error) {
 	examples := append([]string(nil), cl.tally.examples...)
 	cl.tally.mu.Unlock()
 	v := judge(samples, o.duration.Minutes(), largestBudget(), last, examples, panics)
+	if n := warmed.undesigned(); n > 0 {
+		v.fail("%d answers of the warm-up no designed refusal explains:\n    %s", n, strings.Join(warmClients.tally.examples, "\n    "))
+	}
 	for _, e := range harnessErr.errs {
 		v.fail("%s", e)
 	}

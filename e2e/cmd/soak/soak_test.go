@@ -90,7 +90,18 @@ func TestClassify(t *testing.T) {
 		{desc: "a breaker's refusal", a: answer{status: 503, retryAfter: "4", cacheStatus: "Weir; fwd=uri-miss; detail=circuit-open; key=127.0.0.1"}, want: "refused_circuit-open"},
 		{desc: "a budget's 429", a: answer{status: 429, retryAfter: "2", cacheStatus: "Weir; detail=over-budget"}, want: "refused_over-budget"},
 		{desc: "a refusal without Retry-After", a: answer{status: 503, cacheStatus: "Weir; fwd=uri-miss; detail=queue-full"}, want: kindRefusal},
-		{desc: "a refusal of no registered reason", a: answer{status: 503, retryAfter: "1", cacheStatus: "Weir; detail=tired"}, want: kindRefusal},
+		{desc: "a 429 of no registered reason", a: answer{status: 429, retryAfter: "1", cacheStatus: "Weir; detail=tired"}, want: kindRefusal},
+		{desc: "a 503 of no registered reason, no fault", a: answer{status: 503, retryAfter: "1", cacheStatus: "Weir; detail=tired"}, want: kindStatus},
+		{desc: "the origin's 503 passed on", a: func() answer {
+			a := answer{status: 503, cacheStatus: "Weir; fwd=uri-miss; detail=origin-error"}
+			a.from, a.to = at(51)
+			return a
+		}(), want: kindOrigin503},
+		{desc: "a negative entry's 503 just after the fault", a: func() answer {
+			a := answer{status: 503, retryAfter: "2", cacheStatus: "Weir; hit; ttl=2; detail=negative"}
+			a.from, a.to = at(61)
+			return a
+		}(), want: kindOrigin503},
 		{desc: "the failing origin's 503", a: func() answer { a := answer{status: 503}; a.from, a.to = at(52); return a }(), want: kindOrigin503},
 		{desc: "a 502 while the origin drops connections", a: func() answer { a := answer{status: 502}; a.from, a.to = at(58); return a }(), want: kindOrigin502},
 		{desc: "a 502 within the grace after the fault", a: func() answer { a := answer{status: 502}; a.from, a.to = at(65); return a }(), want: kindOrigin502},

@@ -118,11 +118,16 @@ func classify(a answer, s schedule) string {
 		}
 		return kindOK
 	case a.status == http.StatusServiceUnavailable || a.status == http.StatusTooManyRequests:
-		if reason := detail(a.cacheStatus); reason != "" {
-			if !registered(reason) || !positiveSeconds(a.retryAfter) {
+		// Weir's own refusal. Another detail (origin-error: the origin's own failure passed
+		// on; negative: a negative entry repeating it) is judged by the schedule below.
+		if reason := detail(a.cacheStatus); registered(reason) {
+			if !positiveSeconds(a.retryAfter) {
 				return kindRefusal
 			}
 			return refusedPrefix + reason
+		}
+		if a.status == http.StatusTooManyRequests {
+			return kindRefusal
 		}
 	}
 	if a.status == http.StatusServiceUnavailable || a.status == http.StatusBadGateway {

@@ -30,9 +30,11 @@ const (
 
 	// heapConstant is what Traefik's heap may hold beside Weir's cache budgets: Traefik
 	// with its routers, the Yaegi interpreter and Weir's interpreted code, the buffers of
-	// the connections in flight, the garbage of the last GC cycle. Measured at 60 to 90 MiB
-	// in use on this load (docs/benchmarks.md), doubled.
-	heapConstant = 192 << 20
+	// the connections in flight, the garbage of the last GC cycle (GOGC=100 lets the heap
+	// reach twice what is live). Measured at 95 to 190 MiB in use on this load, the peaks
+	// in a flood while Redis is down and the memory holds what the store cannot
+	// (docs/benchmarks.md, "Soak").
+	heapConstant = 256 << 20
 	// budgetCopies is how many cache budgets the heap may hold at once: a reload that
 	// changes Weir's options builds a new store beside the old one, which lives on until
 	// the requests that hold it finish and the GC takes it.

@@ -380,18 +380,36 @@ func (p *Pool) waitVacantConn(ctx context.Context) (waited time.Duration, err er
 		start = time.Now()
 	}
 
-	select {
-	case <-p.ch:
-		// Additionally check that context hasn't expired while we were waiting,
-		// because `select` picks a random `case` if several of them are "ready".
+	// Weir: Close closes p.ch, and a receive from a closed channel succeeds at once: the
+	// token given back below then panicked (send on closed channel) in a request's call.
+	// Weir closes a pool while calls may be waiting in it (core/redisstore resetPool, after
+	// a server restarted). A closed pool is told by the receive's ok, and a token is given
+	// back under mu only to an open pool, as put does. The context is read with Err, and a
+	// ctx.Done case taken while ctx is not done waits again: Yaegi's select may take a case
+	// that was not ready.
+	for {
 		select {
+		case _, ok := <-p.ch:
+			if !ok {
+				return 0, errors.New("redigo: get on closed pool")
+			}
+			// Additionally check that context hasn't expired while we were waiting,
+			// because `select` picks a random `case` if several of them are "ready".
+			if err := ctx.Err(); err != nil {
+				p.mu.Lock()
+				if !p.closed {
+					p.ch <- struct{}{}
+				}
+				p.mu.Unlock()
+				return 0, err
+			}
 		case <-ctx.Done():
-			p.ch <- struct{}{}
-			return 0, ctx.Err()
-		default:
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			continue
 		}
-	case <-ctx.Done():
-		return 0, ctx.Err()
+		break
 	}
 
 	if wait {
