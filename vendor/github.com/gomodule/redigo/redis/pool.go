@@ -380,19 +380,17 @@ func (p *Pool) waitVacantConn(ctx context.Context) (waited time.Duration, err er
 		start = time.Now()
 	}
 
-	// Weir: Close closes p.ch, and a receive from a closed channel succeeds at once: the
-	// token given back below then panicked (send on closed channel) in a request's call.
-	// Weir closes a pool while calls may be waiting in it (core/redisstore resetPool, after
-	// a server restarted). A closed pool is told by the receive's ok, and a token is given
-	// back under mu only to an open pool, as put does. The context is read with Err, and a
-	// ctx.Done case taken while ctx is not done waits again: Yaegi's select may take a case
-	// that was not ready.
+	// Weir: Close closes p.ch, and a receive from a closed channel succeeds at once: a call
+	// whose context had ended then gave its token back to the closed channel, a panic (send
+	// on closed channel) in the request that made the call. Weir closes a pool while calls
+	// may wait in it (core/redisstore resetPool, after a server restarted). The token goes
+	// back under mu, to an open pool only, as put does; GetContext tells a closed pool. The
+	// context is read with Err, and a ctx.Done case taken while ctx is not done waits
+	// again: Yaegi's select may take a case that was not ready. (Yaegi's select never takes
+	// a `v, ok := <-ch` case: the receive stays plain.)
 	for {
 		select {
-		case _, ok := <-p.ch:
-			if !ok {
-				return 0, errors.New("redigo: get on closed pool")
-			}
+		case <-p.ch:
 			// Additionally check that context hasn't expired while we were waiting,
 			// because `select` picks a random `case` if several of them are "ready".
 			if err := ctx.Err(); err != nil {
@@ -403,19 +401,16 @@ func (p *Pool) waitVacantConn(ctx context.Context) (waited time.Duration, err er
 				p.mu.Unlock()
 				return 0, err
 			}
+			if wait {
+				return time.Since(start), nil
+			}
+			return 0, nil
 		case <-ctx.Done():
 			if err := ctx.Err(); err != nil {
 				return 0, err
 			}
-			continue
 		}
-		break
 	}
-
-	if wait {
-		return time.Since(start), nil
-	}
-	return 0, nil
 }
 
 func (p *Pool) dial(ctx context.Context) (Conn, error) {
