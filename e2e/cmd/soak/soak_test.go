@@ -209,3 +209,29 @@ weir_store_breaker_open 0
 		}
 	}
 }
+
+func TestJudgeStoreBreaker(t *testing.T) {
+	mk := func(open ...int64) []sample {
+		var out []sample
+		for i, o := range open {
+			out = append(out, sample{at: time.Duration(i+1) * 10 * time.Second, storeOpen: o, heapInuse: 100 << 20})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		desc    string
+		samples []sample
+		fails   bool
+	}{
+		{desc: "open around the restarts", samples: mk(0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0), fails: false},
+		{desc: "open throughout", samples: mk(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1), fails: true},
+		{desc: "unread samples left out", samples: mk(-1, -1, 0, 0), fails: false},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			v := judge(tt.samples, 2, 8<<20, snapshot{counts: map[string]int64{}}, nil, nil)
+			if got := len(v.failures) > 0; got != tt.fails {
+				t.Errorf("fails: got %v, want %v (%v)", got, tt.fails, v.failures)
+			}
+		})
+	}
+}

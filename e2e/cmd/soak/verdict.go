@@ -27,6 +27,11 @@ const (
 	growthShare    = 0.25
 	// minFitSamples is the fewest samples a fit is made on; fewer are reported, not judged.
 	minFitSamples = 4
+	// maxStoreOpenShare is the largest share of samples that may find Weir's store breaker
+	// open. Redis is down or just restarted in some of them (5 of 12 in two minutes, about 1
+	// in 10 in the hour); a store that never answers, while every client is served from
+	// memory and no client sees an error, shows as the breaker open in all of them.
+	maxStoreOpenShare = 0.75
 
 	// heapConstant is what Traefik's heap may hold beside Weir's cache budgets: Traefik
 	// with its routers, the Yaegi interpreter and Weir's interpreted code, the buffers of
@@ -172,6 +177,22 @@ func judge(samples []sample, duration float64, budget int64, last snapshot, exam
 		v.fail("Traefik's heap could not be read")
 	} else if peak > limit {
 		v.fail("Traefik's heap reached %.1f MiB at minute %.1f, over the limit of %.1f MiB", mib(peak), peakAt, mib(limit))
+	}
+	open, read := 0, 0
+	for _, s := range samples {
+		if s.storeOpen >= 0 {
+			read++
+			if s.storeOpen > 0 {
+				open++
+			}
+		}
+	}
+	if read > 0 {
+		share := float64(open) / float64(read)
+		v.note("store breaker open in %d of %d samples (%.0f%%, at most %.0f%%)", open, read, 100*share, 100*maxStoreOpenShare)
+		if share > maxStoreOpenShare {
+			v.fail("Weir's store breaker was open in %d of %d samples: the store hardly answered", open, read)
+		}
 	}
 	if len(panics) > 0 {
 		v.fail("Traefik's log tells of %d panics, the first: %s", len(panics), panics[0])
