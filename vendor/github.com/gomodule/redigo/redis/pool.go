@@ -387,7 +387,7 @@ func (p *Pool) waitVacantConn(ctx context.Context) (waited time.Duration, err er
 	// back under mu, to an open pool only, as put does; GetContext tells a closed pool. The
 	// context is read with Err, and a ctx.Done case taken while ctx is not done waits
 	// again: Yaegi's select may take a case that was not ready. (Yaegi's select never takes
-	// a `v, ok := <-ch` case: the receive stays plain.)
+	// a `case v, ok := <-p.ch` from a field: the receive stays plain.)
 	for {
 		select {
 		case <-p.ch:
