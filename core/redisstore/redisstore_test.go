@@ -712,3 +712,30 @@ func BenchmarkGet(b *testing.B) {
 func BenchmarkSet(b *testing.B) {
 	benchmarkSet(b, nil, "k")
 }
+
+// TestClosedPoolRefusesWithoutPanic: resetPool closes a pool while calls may still wait in
+// it. A call on a closed pool whose context has ended too is refused with an error: the
+// vendored redigo received from the closed pool's channel and gave its token back to it, a
+// panic ("send on closed channel") in the request that made the call, met under load while
+// Redis restarted (scripts/soak.sh; patches/redigo-yaegi.patch). Each call drew between
+// the closed channel and the ended context, so a hundred calls all but surely met it.
+func TestClosedPoolRefusesWithoutPanic(t *testing.T) {
+	p := (&Store{maxActive: 4, maxIdle: 2}).newPool()
+	p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 100; i++ {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("call %d on a closed pool with an ended context: panic %v", i, r)
+				}
+			}()
+			c, err := p.GetContext(ctx)
+			if err == nil {
+				c.Close()
+				t.Fatalf("call %d on a closed pool with an ended context: no error", i)
+			}
+		}()
+	}
+}

@@ -104,6 +104,13 @@ func check(f *ast.File, report func(token.Pos, string, ...interface{})) {
 			if a, ok := n.Comm.(*ast.AssignStmt); ok && a.Tok == token.ASSIGN {
 				report(n.Pos(), "a select case assigning a receive to existing variables: Yaegi v0.16.1 panics (reflect.Select: invalid Dir); receive with := and assign in the case")
 			}
+			if a, ok := n.Comm.(*ast.AssignStmt); ok && len(a.Lhs) == 2 && len(a.Rhs) == 1 {
+				if u, ok := a.Rhs[0].(*ast.UnaryExpr); ok && u.Op == token.ARROW {
+					if _, ok := u.X.(*ast.SelectorExpr); ok {
+						report(n.Pos(), "a select case receiving with ok from a field (case v, ok := <-p.ch): Yaegi v0.16.1 never takes it; copy the channel to a local variable first")
+					}
+				}
+			}
 		case *ast.CallExpr:
 			if isAbortPanic(n) {
 				report(n.Pos(), "panic(http.ErrAbortHandler): Yaegi v0.16.1 hands a panic raised in interpreted code on as a reflect.Value, which net/http and Traefik log as a crash; raise it from compiled code (abortAnswer)")

@@ -380,35 +380,37 @@ func (p *Pool) waitVacantConn(ctx context.Context) (waited time.Duration, err er
 		start = time.Now()
 	}
 
-	select {
-	case <-p.ch:
-		// Additionally check that context hasn't expired while we were waiting,
-		// because `select` picks a random `case` if several of them are "ready".
-		// Weir: the context is believed only with ctx.Err() set (Yaegi's select may take
-		// a case that is not ready), and the slot goes back only to a pool still open:
-		// Close closes p.ch, and a receive from a closed channel returns at once, so a
-		// waiter whose context ended as the pool closed sent on a closed channel and
-		// panicked on the request's goroutine.
-		if err := ctx.Err(); err != nil {
-			p.mu.Lock()
-			if !p.closed {
-				p.ch <- struct{}{}
+	// Weir: Close closes p.ch, and a receive from a closed channel succeeds at once: a call
+	// whose context had ended then gave its token back to the closed channel, a panic (send
+	// on closed channel) in the request that made the call. Weir closes a pool while calls
+	// may wait in it (core/redisstore resetPool, after a server restarted). The token goes
+	// back under mu, to an open pool only, as put does; GetContext tells a closed pool. The
+	// context is read with Err, and a ctx.Done case taken while ctx is not done waits
+	// again: Yaegi's select may take a case that was not ready. (Yaegi's select never takes
+	// a `case v, ok := <-p.ch` from a field: the receive stays plain.)
+	for {
+		select {
+		case <-p.ch:
+			// Additionally check that context hasn't expired while we were waiting,
+			// because `select` picks a random `case` if several of them are "ready".
+			if err := ctx.Err(); err != nil {
+				p.mu.Lock()
+				if !p.closed {
+					p.ch <- struct{}{}
+				}
+				p.mu.Unlock()
+				return 0, err
 			}
-			p.mu.Unlock()
-			return 0, err
+			if wait {
+				return time.Since(start), nil
+			}
+			return 0, nil
+		case <-ctx.Done():
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
 		}
-	case <-ctx.Done():
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		// Yaegi's select took the case while the context had not ended: wait for a slot.
-		return p.waitVacantConn(ctx)
 	}
-
-	if wait {
-		return time.Since(start), nil
-	}
-	return 0, nil
 }
 
 func (p *Pool) dial(ctx context.Context) (Conn, error) {
