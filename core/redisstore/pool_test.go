@@ -12,7 +12,7 @@ import (
 // that has ended answers the caller with an error, never a panic. resetPool closes a pool
 // whenever one of its connections breaks, while other calls wait on it with the store's
 // timeout; redigo sent the slot back on the closed channel ("send on closed channel", on the
-// request's goroutine) until patches/redigo-yaegi_pool-close.patch. Both cases of its select
+// request's goroutine) until patches/redigo-yaegi.patch. Both cases of its select
 // are ready here (a closed channel, an ended context), so each of many tries may take either.
 func TestPoolClosedUnderWaiter(t *testing.T) {
 	errDial := errors.New("no server in this test")
