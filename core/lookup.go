@@ -47,7 +47,7 @@ func serveShared(h *Handler, w http.ResponseWriter, r *http.Request) {
 // serveSharedAt is serveShared for a GET or HEAD whose key as the client sent it is key.
 // The caller has found r not the admin's.
 func serveSharedAt(h *Handler, w http.ResponseWriter, r *http.Request, key string) {
-	if h.private != nil && privateRequest(h, w, r) {
+	if h.private != nil && privateRequest(h, w, r, h.keyer.Key(r)) {
 		return
 	}
 	ru := r.RequestURI
@@ -110,10 +110,10 @@ func serveFrom(h *Handler, w http.ResponseWriter, r *http.Request, raw string, r
 		pass(h, w, r, httpcache.Partition(r), []string{statusBypass + paramDetail + "upgrade"})
 		return
 	}
-	if h.private != nil && privateRequest(h, w, r) {
+	key := h.keyer.Key(r)
+	if h.private != nil && privateRequest(h, w, r, key) {
 		return
 	}
-	key := h.keyer.Key(r)
 	now := h.s.Now()
 	var ent *store.Entry
 	var lookupKey string

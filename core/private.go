@@ -296,15 +296,15 @@ func privateVariantKey(secret []byte, base string, names []string, r *http.Reque
 	return base + "\x00vary" + hex.EncodeToString(m.Sum(nil))[:privateIDLen]
 }
 
-// privateRequest serves r from the private cache, or through its fetch, when its path is
-// under private.paths and it carries an identity, and reports whether it did. A function,
-// not a method: one frame on the paths that call it (docs/yaegi.md).
-func privateRequest(h *Handler, w http.ResponseWriter, r *http.Request) bool {
+// privateRequest serves r, whose normal key is key, from the private cache, or through its
+// fetch, when its path is under private.paths and it carries an identity, and reports
+// whether it did. A function, not a method: one frame on the paths that call it
+// (docs/yaegi.md).
+func privateRequest(h *Handler, w http.ResponseWriter, r *http.Request, key string) bool {
 	p := h.private
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
-	key := h.keyer.Key(r)
 	if setting.MatchPattern(keyPath(key), p.paths) < 0 {
 		return false
 	}
