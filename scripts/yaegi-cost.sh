@@ -30,7 +30,7 @@ count() {
   echo "$c"
 }
 count_once() {
-  GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off \
+  GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off YAEGI_TEST_TIMEOUT=${YAEGI_TEST_TIMEOUT:-7200} \
     YAEGI_WRAP="valgrind --tool=callgrind --callgrind-out-file=/dev/null" \
     YAEGI_TEST_FLAGS="-run ^\$ -bench ^$bench\$ -benchtime ${1}x" \
     scripts/yaegi-test.sh "$dir" 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'

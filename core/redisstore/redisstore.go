@@ -93,6 +93,7 @@ var (
 // New returns a Store for the server that s names. It does not connect: connections are made
 // on first use, so New succeeds while the server is unreachable.
 func New(s Settings) (*Store, error) {
+	warmOnce.Do(warmAssertions)
 	s, err := s.withDefaults()
 	if err != nil {
 		return nil, err
