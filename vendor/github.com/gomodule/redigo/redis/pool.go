@@ -264,7 +264,8 @@ func (p *Pool) GetContext(ctx context.Context) (Conn, error) {
 	if err != nil {
 		p.mu.Lock()
 		p.active--
-		if p.ch != nil && !p.closed {
+		// Weir: never more slots than MaxActive (see put).
+		if p.ch != nil && !p.closed && len(p.ch) < cap(p.ch) {
 			p.ch <- struct{}{}
 		}
 		p.mu.Unlock()
@@ -395,7 +396,7 @@ func (p *Pool) waitVacantConn(ctx context.Context) (waited time.Duration, err er
 			// because `select` picks a random `case` if several of them are "ready".
 			if err := ctx.Err(); err != nil {
 				p.mu.Lock()
-				if !p.closed {
+				if !p.closed && len(p.ch) < cap(p.ch) {
 					p.ch <- struct{}{}
 				}
 				p.mu.Unlock()
@@ -443,7 +444,13 @@ func (p *Pool) put(pc *poolConn, forceClose bool) error {
 		p.active--
 	}
 
-	if p.ch != nil && !p.closed {
+	// Weir: a slot goes back only while the channel has room for it. Every send is made
+	// under mu and a receive only empties the channel, so a send that finds room never
+	// blocks. A channel already full holds every slot: the one given back is a surplus,
+	// which Yaegi's select makes by taking `case <-p.ch` with nothing received
+	// (docs/yaegi.md). Sent, it blocked forever while holding mu, and with it every call
+	// of the pool and its Close.
+	if p.ch != nil && !p.closed && len(p.ch) < cap(p.ch) {
 		p.ch <- struct{}{}
 	}
 	p.mu.Unlock()

@@ -117,7 +117,8 @@ func DoBulk(p *Pool, req string, now, deadline time.Time) ([]byte, int, error) {
 		pc.t = now
 		p.idle.pushFront(pc)
 	}
-	if !p.closed {
+	// Never more slots than MaxActive (see put).
+	if !p.closed && len(p.ch) < cap(p.ch) {
 		p.ch <- struct{}{}
 	}
 	p.mu.Unlock()
