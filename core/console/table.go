@@ -86,6 +86,21 @@ func (t *Table) Len() int {
 // Note counts one event of field for key at second now (Unix), and the latency took when it
 // is not negative.
 func (t *Table) Note(key string, now int64, field int, took time.Duration) {
+	t.count(key, now, field, 1, took)
+}
+
+// Add counts n events of field for key at second now (Unix), without a latency: one event
+// seen of every n, counted for all of them (a sampled count).
+func (t *Table) Add(key string, now int64, field int, n int64) {
+	if n < 1 {
+		return
+	}
+	t.count(key, now, field, n, -1)
+}
+
+// count counts n events of field for key at second now, and the latency took when it is
+// not negative.
+func (t *Table) count(key string, now int64, field int, n int64, took time.Duration) {
 	if field < 0 || field >= t.fields {
 		return
 	}
@@ -98,14 +113,14 @@ func (t *Table) Note(key string, now int64, field int, took time.Duration) {
 	if r == nil {
 		r = t.take(key, now)
 	}
-	r.note(now, field, t.fields, took)
-	t.all.note(now, field, t.fields, took)
-	r.weight++
+	r.note(now, field, t.fields, n, took)
+	t.all.note(now, field, t.fields, n, took)
+	r.weight += n
 }
 
-// note counts one of field at second now in r, and the latency took when not negative.
-func (r *row) note(now int64, field, fields int, took time.Duration) {
-	r.add(now, field, fields)
+// note counts n of field at second now in r, and the latency took when not negative.
+func (r *row) note(now int64, field, fields int, n int64, took time.Duration) {
+	r.add(now, field, fields, n)
 	r.last = now
 	if took >= 0 {
 		r.latency[latencyBucket(took)]++
@@ -153,9 +168,9 @@ func (t *Table) take(key string, now int64) *row {
 	return victim
 }
 
-// add counts one of field at second now in r's slot for now's minute, clearing the slot
-// when it last counted another minute.
-func (r *row) add(now int64, field, fields int) {
+// add counts n of field at second now in r's slot for now's minute, clearing the slot when
+// it last counted another minute.
+func (r *row) add(now int64, field, fields int, n int64) {
 	m := now / slotSeconds
 	s := int(m % slotCount)
 	if r.minute[s] != m {
@@ -164,7 +179,7 @@ func (r *row) add(now int64, field, fields int) {
 			r.counts[s*fields+i] = 0
 		}
 	}
-	r.counts[s*fields+field]++
+	r.counts[s*fields+field] += n
 }
 
 func latencyBucket(d time.Duration) int {
