@@ -86,7 +86,8 @@ func serveSharedAt(h *Handler, w http.ResponseWriter, r *http.Request, key strin
 	// Written as ServeHTTP writes a hit, a copy rather than a function both call: a call
 	// would cost the hit from local memory, the most frequent answer of all, its frame.
 	hot := &ent.Hot
-	if atomic.AddInt64(h.hits, 1)%61 == 0 {
+	switch atomic.AddInt64(h.hits, 1) % 61 {
+	case 0:
 		sampleHit(h, r)
 	}
 	hdr := w.Header()

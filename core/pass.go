@@ -36,7 +36,8 @@ func serveOther(h *Handler, w http.ResponseWriter, r *http.Request) {
 	// Deferred: a panic in the next handler must not keep the slot (FR-LIM-1).
 	defer leave(h, t, 0, 0, nil)
 	// Sampled for the hosts table one in consoleSample (61), out of line (sampleAnswer).
-	if atomic.AddInt64(h.passes, 1)%61 == 0 {
+	switch atomic.AddInt64(h.passes, 1) % 61 {
+	case 0:
 		sampleAnswer(h, r, outcomePass)
 	}
 	w.Header()["Cache-Status"] = []string{statusMethod}
@@ -212,7 +213,8 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
 	defer limit.Return(slot)
 	// Sampled for the hosts table one in consoleSample (61), out of line (sampleAnswer).
-	if atomic.AddInt64(h.passes, 1)%61 == 0 {
+	switch atomic.AddInt64(h.passes, 1) % 61 {
+	case 0:
 		sampleAnswer(h, r, outcomePass)
 	}
 	w.Header()["Cache-Status"] = h.passStatusValue
@@ -259,7 +261,8 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
 	defer limit.Return(slot)
 	// Sampled for the hosts table one in consoleSample (61), out of line (sampleAnswer).
-	if atomic.AddInt64(h.passes, 1)%61 == 0 {
+	switch atomic.AddInt64(h.passes, 1) % 61 {
+	case 0:
 		sampleAnswer(h, r, outcomePass)
 	}
 	w.Header()["Cache-Status"] = cacheStatus
@@ -306,7 +309,8 @@ func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, 
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
 	defer leave(h, t, 0, 0, nil)
 	// Sampled for the hosts table one in consoleSample (61), out of line (sampleAnswer).
-	if atomic.AddInt64(h.passes, 1)%61 == 0 {
+	switch atomic.AddInt64(h.passes, 1) % 61 {
+	case 0:
 		sampleAnswer(h, r, outcomePass)
 	}
 	w.Header()["Cache-Status"] = cacheStatus

@@ -89,13 +89,46 @@ func (t *Table) Note(key string, now int64, field int, took time.Duration) {
 	t.count(key, now, field, 1, took)
 }
 
-// Add counts n events of field for key at second now (Unix), without a latency: one event
-// seen of every n, counted for all of them (a sampled count).
-func (t *Table) Add(key string, now int64, field int, n int64) {
-	if n < 1 {
+// Add counts n events of field for key at second now (Unix) in t, without a latency: one
+// event seen of every n, counted for all of them (a sampled count). A function, not a
+// method, with no defer and no call but for a key not held: the hit path's sampled hit
+// calls it, and under Yaegi each call, method call and defer costs several nodes
+// (docs/yaegi.md).
+func Add(t *Table, key string, now int64, field int, n int64) {
+	fields := t.fields
+	if n < 1 || field < 0 || field >= fields {
 		return
 	}
-	t.count(key, now, field, n, -1)
+	if len(key) > MaxKeyBytes {
+		key = key[:MaxKeyBytes]
+	}
+	m := now / slotSeconds
+	s := int(m % slotCount)
+	i := s*fields + field
+	t.mu.Lock()
+	r := t.rows[key]
+	if r == nil {
+		r = t.take(key, now)
+	}
+	if r.minute[s] != m {
+		r.minute[s] = m
+		for j := s * fields; j < s*fields+fields; j++ {
+			r.counts[j] = 0
+		}
+	}
+	r.counts[i] += n
+	r.last = now
+	r.weight += n
+	a := t.all
+	if a.minute[s] != m {
+		a.minute[s] = m
+		for j := s * fields; j < s*fields+fields; j++ {
+			a.counts[j] = 0
+		}
+	}
+	a.counts[i] += n
+	a.last = now
+	t.mu.Unlock()
 }
 
 // count counts n events of field for key at second now, and the latency took when it is
