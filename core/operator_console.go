@@ -91,7 +91,10 @@ func (o operator) Tables(now time.Time) admin.Tables {
 	rows, other := c.hosts.Rows(sec, -1, consoleShown)
 	for _, r := range rows {
 		row := hostRow(r, t.Seconds)
-		row.InFlight, row.P95, row.Breaker = inFlight[r.Key], r.P95.Seconds()*1000, states[r.Key]
+		// One assignment each: Yaegi drops one side of `a, b = f(x), y` (docs/yaegi.md).
+		row.InFlight = inFlight[r.Key]
+		row.P95 = r.P95.Seconds() * 1000
+		row.Breaker = states[r.Key]
 		t.Hosts = append(t.Hosts, row)
 	}
 	t.OtherHosts = hostRow(other, t.Seconds)

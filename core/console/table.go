@@ -111,20 +111,14 @@ func Add(t *Table, key string, now int64, field int, n int64) {
 		r = t.take(key, now)
 	}
 	if r.minute[s] != m {
-		r.minute[s] = m
-		for j := s * fields; j < s*fields+fields; j++ {
-			r.counts[j] = 0
-		}
+		clearSlot(r, s, m, fields)
 	}
 	r.counts[i] += n
 	r.last = now
 	r.weight += n
 	a := t.all
 	if a.minute[s] != m {
-		a.minute[s] = m
-		for j := s * fields; j < s*fields+fields; j++ {
-			a.counts[j] = 0
-		}
+		clearSlot(a, s, m, fields)
 	}
 	a.counts[i] += n
 	a.last = now
@@ -207,12 +201,17 @@ func (r *row) add(now int64, field, fields int, n int64) {
 	m := now / slotSeconds
 	s := int(m % slotCount)
 	if r.minute[s] != m {
-		r.minute[s] = m
-		for i := 0; i < fields; i++ {
-			r.counts[s*fields+i] = 0
-		}
+		clearSlot(r, s, m, fields)
 	}
 	r.counts[s*fields+field] += n
+}
+
+// clearSlot gives r's slot s to minute m, its counts cleared.
+func clearSlot(r *row, s int, m int64, fields int) {
+	r.minute[s] = m
+	for i := 0; i < fields; i++ {
+		r.counts[s*fields+i] = 0
+	}
 }
 
 func latencyBucket(d time.Duration) int {
