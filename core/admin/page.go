@@ -482,7 +482,7 @@ function ago(t) { const s = (Date.now() - new Date(t).getTime()) / 1000; return 
 async function refreshFleet() {
   const d = await getJSON("api/fleet");
   if (!d) return;
-  $("#fleet-note").textContent = d.shared ? d.instances.length + " instance(s) sharing the store seen lately" : "no shared store: this instance alone";
+  $("#fleet-note").textContent = d.shared ? d.instances.length + " instance(s) that wrote to the shared store in the last 15 minutes (this one always)" : "no shared store: this instance alone";
   fill("#fleet", d.instances, i => { const tr = document.createElement("tr"); tr.dataset.key = i.id;
     tr.append(text("td", i.id + (i.self ? " (this one)" : "")), text("td", ago(i.seen))); return tr; });
 }
