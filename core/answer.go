@@ -55,7 +55,7 @@ type answer struct {
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, a *answer) {
 	now := h.s.Now()
 	if o := outcomeOf(a, now); o >= 0 {
-		count(h.e.metrics.outcomes, o)
+		countAnswer(h, r, o)
 		if o == outcomeStale {
 			countStale(h.e, a.detail)
 			noteStale(h, r)

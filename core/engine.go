@@ -39,6 +39,9 @@ type engine struct {
 	breakerPaths []string
 	// breakerSync shares the breakers' open deadlines through a shared store.
 	breakerSync *breakerSync
+	// presence names this instance to the others sharing the store (fleet_presence.go),
+	// across reloads.
+	presence *presence
 	// passSample samples pass-through requests for the breakers, kept with them.
 	passSample  *passSampler
 	breakerConf string
@@ -141,6 +144,10 @@ func engineFor(name string, s Settings) (*engine, error) {
 			return nil, err
 		}
 	}
+	e.presence = old.presence
+	if e.presence == nil {
+		e.presence = newPresence(name)
+	}
 	e.events = old.events
 	if e.events == nil {
 		e.events = &eventLog{}
@@ -191,11 +198,16 @@ func engineFor(name string, s Settings) (*engine, error) {
 			return nil, err
 		}
 		bs.fleet = newFleet(name, e.breakers, e.pacing, s.Now)
+		// The engine's id, not one per breaker group: a reload is not a new instance.
+		bs.fleet.id = e.presence.id
+		bs.fleet.presence = e.presence
 		e.breakerSync = bs
 	}
 	if e.mem == nil {
+		e.presence.setStore(sharedOnly(e.store))
 		e.breakerSync.setStore(sharedOnly(e.store), changesOf(e.store), s.Log)
 	} else {
+		e.presence.setStore(nil)
 		e.breakerSync.setStore(nil, nil, s.Log)
 	}
 	if err := applyOverrides(e, old, s.BreakerOverrides); err != nil {

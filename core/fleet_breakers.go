@@ -76,7 +76,9 @@ func (bs *breakerSync) tripped(key string, until time.Time, timeout time.Duratio
 		// Written as a hit-for-pass mark, the one kind of entry that holds nothing but times
 		// and that the store's codec accepts without an answer (store.Decode); a breaker's
 		// key is never a cache key, so no request takes it for one.
-		st.Set(ctx, bs.prefix+key, &store.Entry{Pass: true, Born: until, FreshUntil: until, KeepUntil: until})
+		if st.Set(ctx, bs.prefix+key, &store.Entry{Pass: true, Born: until, FreshUntil: until, KeepUntil: until}) == nil && bs.fleet != nil {
+			markSeen(bs.fleet.presence, bs.fleet.now())
+		}
 	}()
 }
 

@@ -45,17 +45,20 @@ type budgetShare struct {
 	last    int64
 	sharing int32
 
-	// mu guards st and log.
+	// mu guards st, seen and log.
 	mu  sync.Mutex
 	st  store.Booker // nil: no shared store yet, nothing to share
 	log func(string)
+	// seen is the engine's entry in the presence record, which a share marks.
+	seen *presence
 }
 
 // setStore gives the share what counts the budgets of the engine's current store (bookerOf):
-// nil when it has no shared store.
-func (sh *budgetShare) setStore(booker store.Booker, log func(string)) {
+// nil when it has no shared store; and seen, the engine's presence.
+func (sh *budgetShare) setStore(booker store.Booker, seen *presence, log func(string)) {
 	sh.mu.Lock()
 	sh.st = booker
+	sh.seen = seen
 	sh.log = log
 	sh.mu.Unlock()
 }
@@ -83,7 +86,7 @@ func shareBudgets(b *budgets, now time.Time) {
 func flushBudgets(b *budgets) {
 	sh := b.share
 	sh.mu.Lock()
-	st, log := sh.st, sh.log
+	st, log, seen := sh.st, sh.log, sh.seen
 	sh.mu.Unlock()
 	defer recoverTo(log, "sharing request budgets")
 	if st == nil {
@@ -112,6 +115,7 @@ func flushBudgets(b *budgets) {
 			continue
 		}
 		now := sh.now()
+		markSeen(seen, now)
 		most := budget.Horizon(tb.t) + budgetBookedBeyond
 		for i, k := range keys {
 			a := ahead[i]

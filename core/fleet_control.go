@@ -113,6 +113,9 @@ type fleet struct {
 	stop         chan struct{}
 	// countsPublished says that the counts record holds this instance's counts.
 	countsPublished bool
+	// presence is the engine's entry in the presence record (fleet_presence.go), which
+	// each write of a record of the fleet's marks; nil in a fleet built alone.
+	presence *presence
 
 	// asleep is 1 while the loop waits for a change rather than a tick; wakeup wakes it.
 	asleep int32
@@ -430,6 +433,7 @@ func (f *fleet) publish(change func(rec *fleetRecord)) error {
 	if err := st.Set(ctx, f.key, ent); err != nil {
 		return fmt.Errorf("sharing with the other instances: %w", err)
 	}
+	markSeen(f.presence, now)
 	f.mu.Lock()
 	if rec.Seq > f.applied {
 		f.applied = rec.Seq

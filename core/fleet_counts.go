@@ -46,7 +46,8 @@ type fleetInstanceCounts struct {
 	Scopes map[string][3]int `json:"scopes"`
 }
 
-// newInstanceID names this instance in the counts record.
+// newInstanceID names this instance in the counts and presence records: random, so that it
+// tells nothing of the host, its addresses or its configuration to whoever reads the store.
 func newInstanceID() string {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
@@ -95,6 +96,9 @@ func (f *fleet) shareCounts(st store.Store) {
 	f.mu.Lock()
 	f.countsPublished = err == nil && len(own) > 0
 	f.mu.Unlock()
+	if err == nil {
+		markSeen(f.presence, now)
+	}
 }
 
 // fleetOthers sums the counts of the instances in rec but self, as they stand at now, each

@@ -226,7 +226,7 @@ func TestBudgetBookingHostile(t *testing.T) {
 		}
 		return out
 	})
-	sh.setStore(farStore, discardLog)
+	sh.setStore(farStore, nil, discardLog)
 	wantCode(t, "another client's first request", doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", ip), 200)
 	flushBudgets(h.budgets)
 	w := doFront(t, h, "GET", "http://example.com/a", "X-Real-IP", ip)

@@ -10,6 +10,7 @@ import (
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/admit"
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/console"
 	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/missrate"
@@ -59,6 +60,9 @@ type Handler struct {
 	// takes one selector to reach it (docs/yaegi.md).
 	hits   *int64
 	passes *int64
+	// hosts is the console's hosts table, which the sampled hits and pass-throughs reach in
+	// one selector (sampleHit).
+	hosts *console.Table
 	// notClosed is the engine's count of breakers not closed (breaker.NotClosed), which
 	// pass loads itself rather than calling breaker.AllClosed.
 	notClosed *int32
@@ -114,6 +118,7 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		now:             s.Now,
 		hits:            &e.metrics.outcomes[outcomeHit].N,
 		passes:          &e.metrics.outcomes[outcomePass].N,
+		hosts:           e.metrics.console.hosts,
 		notClosed:       breaker.NotClosed(e.breakers),
 		sampler:         e.passSample,
 		sampleNext:      &e.passSample.next,
@@ -243,8 +248,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// Written out, not metrics.Inc: a call costs the hit path three times as much.
-	atomic.AddInt64(h.hits, 1)
+	// Written out, not metrics.Inc: a call costs the hit path three times as much. The
+	// count's every consoleSample-th (61) names the host to the console's hosts table, out of
+	// line (sampleHit); a tagged switch, whose literal case takes no slot, costs less than
+	// `if n%61 == 0` (docs/benchmarks.md).
+	switch atomic.AddInt64(h.hits, 1) % 61 {
+	case 0:
+		sampleHit(h, r)
+	}
 	hdr := w.Header()
 	for i, name := range hot.Names {
 		hdr[name] = hot.Values[i]

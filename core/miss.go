@@ -180,7 +180,7 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 		if res.truncated {
 			abortAnswer()
 		}
-		count(h.e.metrics.outcomes, outcomeMiss)
+		countAnswer(h, r, outcomeMiss)
 		return
 	}
 	res, err := flightResult(c)

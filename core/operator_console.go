@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"time"
 
@@ -89,13 +90,31 @@ func (o operator) Tables(now time.Time) admin.Tables {
 	}
 	rows, other := c.hosts.Rows(sec, -1, consoleShown)
 	for _, r := range rows {
-		t.Hosts = append(t.Hosts, admin.HostRow{Host: r.Key, Fetches: r.Counts[hostFetches], Refused: r.Counts[hostRefused],
-			Stale: r.Counts[hostStale], InFlight: inFlight[r.Key], P95: r.P95.Seconds() * 1000, Breaker: states[r.Key]})
+		row := hostRow(r, t.Seconds)
+		// One assignment each: Yaegi drops one side of `a, b = f(x), y` (docs/yaegi.md).
+		row.InFlight = inFlight[r.Key]
+		row.P95 = r.P95.Seconds() * 1000
+		row.Breaker = states[r.Key]
+		t.Hosts = append(t.Hosts, row)
 	}
-	t.OtherHosts = admin.HostRow{Host: "other", Fetches: other.Counts[hostFetches], Refused: other.Counts[hostRefused], Stale: other.Counts[hostStale]}
+	t.OtherHosts = hostRow(other, t.Seconds)
+	t.OtherHosts.Host = "other"
 	t.ByMisses = pathRows(c.paths, sec, pathFetches)
 	t.ByRefusals = pathRows(c.paths, sec, pathRefused)
 	return t
+}
+
+// hostRow is r's counts over seconds: the sampled answers as requests a second and the
+// share of hits among them (zero with none sampled).
+func hostRow(r console.Row, seconds int64) admin.HostRow {
+	row := admin.HostRow{Host: r.Key, Fetches: r.Counts[hostFetches], Refused: r.Counts[hostRefused], Stale: r.Counts[hostStale]}
+	hits := r.Counts[hostHits]
+	answers := hits + r.Counts[hostOthers]
+	if answers > 0 {
+		row.Requests = float64(answers) / float64(seconds)
+		row.HitRatio = float64(hits) / float64(answers)
+	}
+	return row
 }
 
 // pathRows are the partitions with the most of field, those with none left out.
@@ -150,29 +169,36 @@ func secondsLeft(t, now time.Time) float64 {
 	return 0
 }
 
-// Fleet lists the instances in the shared store's counts record (fleet_counts.go): those
-// whose breakers counted origin results lately.
+// Fleet lists the instances the presence record names (fleet_presence.go): those that
+// wrote a record of the fleet's within fleetSeenFor, this one first, then the most recently
+// seen. This instance is seen now, whether it wrote lately or not.
 func (o operator) Fleet(ctx context.Context, now time.Time) (admin.Fleet, error) {
-	f := o.e.breakerSync.fleet
-	f.mu.Lock()
-	st := f.st
-	f.mu.Unlock()
+	p := o.e.presence
+	p.mu.Lock()
+	st := p.st
+	p.mu.Unlock()
 	if st == nil {
 		return admin.Fleet{Instances: []admin.Instance{}}, nil
 	}
-	rec, err := f.readCounts(ctx, st)
+	rec, err := readSeen(ctx, st, p.key)
 	if err != nil {
 		return admin.Fleet{}, err
 	}
-	out := admin.Fleet{Shared: true, Instances: []admin.Instance{}}
-	self := false
-	for id, inst := range rec.Instances {
-		out.Instances = append(out.Instances, admin.Instance{ID: id, Seen: inst.At, Self: id == f.id})
-		self = self || id == f.id
+	pruneSeen(rec, now)
+	others := []admin.Instance{}
+	for id, at := range rec.Instances {
+		if id != p.id {
+			others = append(others, admin.Instance{ID: id, Seen: at})
+		}
 	}
-	if !self {
-		out.Instances = append(out.Instances, admin.Instance{ID: f.id, Seen: now, Self: true})
-	}
+	sort.Slice(others, func(i, j int) bool {
+		if !others[i].Seen.Equal(others[j].Seen) {
+			return others[i].Seen.After(others[j].Seen)
+		}
+		return others[i].ID < others[j].ID
+	})
+	out := admin.Fleet{Shared: true, Instances: []admin.Instance{{ID: p.id, Seen: now, Self: true}}}
+	out.Instances = append(out.Instances, others...)
 	return out, nil
 }
 

@@ -35,7 +35,11 @@ func serveOther(h *Handler, w http.ResponseWriter, r *http.Request) {
 	}
 	// Deferred: a panic in the next handler must not keep the slot (FR-LIM-1).
 	defer leave(h, t, 0, 0, nil)
-	atomic.AddInt64(h.passes, 1)
+	// Sampled for the hosts table one in consoleSample (61), out of line (sampleAnswer).
+	switch atomic.AddInt64(h.passes, 1) % 61 {
+	case 0:
+		sampleAnswer(h, r, outcomePass)
+	}
 	w.Header()["Cache-Status"] = []string{statusMethod}
 	// The client's pauses in its body are bounded while it holds the slot
 	// (clients.bodyIdle).
@@ -208,7 +212,11 @@ func passMarked(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 	}
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
 	defer limit.Return(slot)
-	atomic.AddInt64(h.passes, 1)
+	// Sampled for the hosts table one in consoleSample (61), out of line (sampleAnswer).
+	switch atomic.AddInt64(h.passes, 1) % 61 {
+	case 0:
+		sampleAnswer(h, r, outcomePass)
+	}
 	w.Header()["Cache-Status"] = h.passStatusValue
 	h.next.ServeHTTP(w, r)
 }
@@ -252,7 +260,11 @@ func pass(h *Handler, w http.ResponseWriter, r *http.Request, part string, cache
 	}
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
 	defer limit.Return(slot)
-	atomic.AddInt64(h.passes, 1)
+	// Sampled for the hosts table one in consoleSample (61), out of line (sampleAnswer).
+	switch atomic.AddInt64(h.passes, 1) % 61 {
+	case 0:
+		sampleAnswer(h, r, outcomePass)
+	}
 	w.Header()["Cache-Status"] = cacheStatus
 	h.next.ServeHTTP(w, r)
 }
@@ -296,7 +308,11 @@ func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, 
 	}
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.
 	defer leave(h, t, 0, 0, nil)
-	atomic.AddInt64(h.passes, 1)
+	// Sampled for the hosts table one in consoleSample (61), out of line (sampleAnswer).
+	switch atomic.AddInt64(h.passes, 1) % 61 {
+	case 0:
+		sampleAnswer(h, r, outcomePass)
+	}
 	w.Header()["Cache-Status"] = cacheStatus
 	if t.record {
 		passWatched(h, t, w, r)

@@ -224,9 +224,9 @@ func keepBudgets(e, old *engine, s Settings) error {
 	}
 	if e.budgets != nil && e.budgets.share != nil {
 		if e.mem == nil {
-			e.budgets.share.setStore(bookerOf(e.store), s.Log)
+			e.budgets.share.setStore(bookerOf(e.store), e.presence, s.Log)
 		} else {
-			e.budgets.share.setStore(nil, s.Log)
+			e.budgets.share.setStore(nil, nil, s.Log)
 		}
 	}
 	return nil

@@ -46,6 +46,13 @@ type Tables struct {
 // HostRow is one host's counts over Tables.Seconds.
 type HostRow struct {
 	Host string `json:"host"`
+	// Requests are the host's client requests a second, and HitRatio the share of them
+	// answered by a fresh hit: estimates, from one answer of each outcome in 61 (the
+	// outcome's counter's every 61st, counted for 61), so that the hit path pays no more
+	// than a remainder for them. Within about 2/sqrt(n/61) of the truth for a host of n
+	// requests in the window; zero for a host with none sampled.
+	Requests float64 `json:"requestsPerSecond"`
+	HitRatio float64 `json:"hitRatio"`
 	// Fetches are the cache's trips to the origin for the host (its misses and refreshes).
 	Fetches int64 `json:"fetches"`
 	Refused int64 `json:"refused"`

@@ -52,7 +52,7 @@ const pageHTML = `<!doctype html>
 </section>
 <section>
   <h2>Hosts, the last 15 minutes</h2>
-  <div class="scroll"><table id="host-table"><thead><tr><th>host</th><th>fetches/s</th><th>refused/s</th><th>stale/s</th><th>in flight</th><th>p95</th><th>breaker</th></tr></thead><tbody></tbody></table></div>
+  <div class="scroll"><table id="host-table"><thead><tr><th>host</th><th title="estimated from one answer in 61">requests/s</th><th title="share of the requests answered by a fresh hit, estimated from one answer in 61">hit ratio</th><th>fetches/s</th><th>refused/s</th><th>stale/s</th><th>in flight</th><th>p95</th><th>breaker</th></tr></thead><tbody></tbody></table></div>
   <div class="pair">
     <div class="scroll"><table id="path-misses"><thead><tr><th>partitions with the most fetches</th><th>fetches</th><th>refused</th></tr></thead><tbody></tbody></table></div>
     <div class="scroll"><table id="path-refusals"><thead><tr><th>partitions with the most refusals</th><th>refused</th><th>fetches</th></tr></thead><tbody></tbody></table></div>
@@ -465,12 +465,13 @@ async function refreshTables() {
   if (!d) return;
   const secs = d.seconds || 1;
   const hostRow = h => { const tr = document.createElement("tr"); tr.dataset.key = h.host;
-    tr.append(text("td", h.host), text("td", perSecond(h.fetches, secs)), text("td", perSecond(h.refused, secs)), text("td", perSecond(h.stale, secs)),
+    tr.append(text("td", h.host), text("td", fmtNum(h.requestsPerSecond || 0)), text("td", h.requestsPerSecond ? pct(h.hitRatio) : ""),
+      text("td", perSecond(h.fetches, secs)), text("td", perSecond(h.refused, secs)), text("td", perSecond(h.stale, secs)),
       text("td", h.host === "other" ? "" : String(h.inFlight)), text("td", h.p95ms ? h.p95ms + " ms" : ""), text("td", h.breaker || "", "state"));
     if (h.breaker) tr.className = "state-" + h.breaker;
     return tr; };
   const hosts = (d.hosts || []).slice();
-  if (d.otherHosts && (d.otherHosts.fetches || d.otherHosts.refused || d.otherHosts.stale)) hosts.push(d.otherHosts);
+  if (d.otherHosts && (d.otherHosts.requestsPerSecond || d.otherHosts.fetches || d.otherHosts.refused || d.otherHosts.stale)) hosts.push(d.otherHosts);
   fill("#host-table", hosts, hostRow);
   fill("#path-misses", d.byMisses || [], p => { const tr = document.createElement("tr"); tr.dataset.key = p.partition;
     tr.append(text("td", p.partition), text("td", String(p.fetches)), text("td", String(p.refused))); return tr; });
@@ -481,7 +482,7 @@ function ago(t) { const s = (Date.now() - new Date(t).getTime()) / 1000; return 
 async function refreshFleet() {
   const d = await getJSON("api/fleet");
   if (!d) return;
-  $("#fleet-note").textContent = d.shared ? d.instances.length + " instance(s) sharing the store seen lately" : "no shared store: this instance alone";
+  $("#fleet-note").textContent = d.shared ? d.instances.length + " instance(s) that wrote to the shared store in the last 15 minutes (this one always)" : "no shared store: this instance alone";
   fill("#fleet", d.instances, i => { const tr = document.createElement("tr"); tr.dataset.key = i.id;
     tr.append(text("td", i.id + (i.self ? " (this one)" : "")), text("td", ago(i.seen))); return tr; });
 }

@@ -177,3 +177,36 @@ func TestQuantile(t *testing.T) {
 		}
 	}
 }
+
+// TestTableAddCountsSampledEvents: Add counts n events at once, weighs the key by them (a
+// key sampled often stays before one counted once) and takes no latency; a count below one
+// is none.
+func TestTableAddCountsSampledEvents(t *testing.T) {
+	tb := NewTable(2, 2)
+	tb.Note("once.example.com", 10, 0, 30*time.Millisecond)
+	Add(tb, "sampled.example.com", 10, 1, 61)
+	Add(tb, "sampled.example.com", 70, 1, 61)
+	Add(tb, "sampled.example.com", 70, 0, 0)
+	Add(tb, "sampled.example.com", 70, 0, -5)
+	// A third key takes the row of the least weight: once.example.com's.
+	Add(tb, "third.example.com", 71, 1, 61)
+	rows, other := tb.Rows(80, -1, 10)
+	tests := []struct {
+		desc string
+		got  interface{}
+		want interface{}
+	}{
+		{"rows", len(rows), 2},
+		{"first key", rows[0].Key, "sampled.example.com"},
+		{"its sampled count", rows[0].Counts[1], int64(122)},
+		{"its other field", rows[0].Counts[0], int64(0)},
+		{"no latency from a sampled count", rows[0].P95, time.Duration(0)},
+		{"second key", rows[1].Key, "third.example.com"},
+		{"the replaced key's count, in other", other.Counts[0], int64(1)},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.desc, tt.got, tt.want)
+		}
+	}
+}

@@ -86,6 +86,48 @@ func (t *Table) Len() int {
 // Note counts one event of field for key at second now (Unix), and the latency took when it
 // is not negative.
 func (t *Table) Note(key string, now int64, field int, took time.Duration) {
+	t.count(key, now, field, 1, took)
+}
+
+// Add counts n events of field for key at second now (Unix) in t, without a latency: one
+// event seen of every n, counted for all of them (a sampled count). A function, not a
+// method, with no defer and no call but for a key not held: the hit path's sampled hit
+// calls it, and under Yaegi each call, method call and defer costs several nodes
+// (docs/yaegi.md).
+func Add(t *Table, key string, now int64, field int, n int64) {
+	fields := t.fields
+	if n < 1 || field < 0 || field >= fields {
+		return
+	}
+	if len(key) > MaxKeyBytes {
+		key = key[:MaxKeyBytes]
+	}
+	m := now / slotSeconds
+	s := int(m % slotCount)
+	i := s*fields + field
+	t.mu.Lock()
+	r := t.rows[key]
+	if r == nil {
+		r = t.take(key, now)
+	}
+	if r.minute[s] != m {
+		clearSlot(r, s, m, fields)
+	}
+	r.counts[i] += n
+	r.last = now
+	r.weight += n
+	a := t.all
+	if a.minute[s] != m {
+		clearSlot(a, s, m, fields)
+	}
+	a.counts[i] += n
+	a.last = now
+	t.mu.Unlock()
+}
+
+// count counts n events of field for key at second now, and the latency took when it is
+// not negative.
+func (t *Table) count(key string, now int64, field int, n int64, took time.Duration) {
 	if field < 0 || field >= t.fields {
 		return
 	}
@@ -98,14 +140,14 @@ func (t *Table) Note(key string, now int64, field int, took time.Duration) {
 	if r == nil {
 		r = t.take(key, now)
 	}
-	r.note(now, field, t.fields, took)
-	t.all.note(now, field, t.fields, took)
-	r.weight++
+	r.note(now, field, t.fields, n, took)
+	t.all.note(now, field, t.fields, n, took)
+	r.weight += n
 }
 
-// note counts one of field at second now in r, and the latency took when not negative.
-func (r *row) note(now int64, field, fields int, took time.Duration) {
-	r.add(now, field, fields)
+// note counts n of field at second now in r, and the latency took when not negative.
+func (r *row) note(now int64, field, fields int, n int64, took time.Duration) {
+	r.add(now, field, fields, n)
 	r.last = now
 	if took >= 0 {
 		r.latency[latencyBucket(took)]++
@@ -153,18 +195,23 @@ func (t *Table) take(key string, now int64) *row {
 	return victim
 }
 
-// add counts one of field at second now in r's slot for now's minute, clearing the slot
-// when it last counted another minute.
-func (r *row) add(now int64, field, fields int) {
+// add counts n of field at second now in r's slot for now's minute, clearing the slot when
+// it last counted another minute.
+func (r *row) add(now int64, field, fields int, n int64) {
 	m := now / slotSeconds
 	s := int(m % slotCount)
 	if r.minute[s] != m {
-		r.minute[s] = m
-		for i := 0; i < fields; i++ {
-			r.counts[s*fields+i] = 0
-		}
+		clearSlot(r, s, m, fields)
 	}
-	r.counts[s*fields+field]++
+	r.counts[s*fields+field] += n
+}
+
+// clearSlot gives r's slot s to minute m, its counts cleared.
+func clearSlot(r *row, s int, m int64, fields int) {
+	r.minute[s] = m
+	for i := 0; i < fields; i++ {
+		r.counts[s*fields+i] = 0
+	}
 }
 
 func latencyBucket(d time.Duration) int {
