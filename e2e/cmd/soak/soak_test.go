@@ -299,3 +299,21 @@ func TestJudgeLiveHeap(t *testing.T) {
 		})
 	}
 }
+
+func TestPartLabel(t *testing.T) {
+	for _, tt := range []struct {
+		desc     string
+		duration float64
+		want     string
+	}{
+		{desc: "the hour", duration: 60, want: "10 minutes"},
+		{desc: "two minutes", duration: 2, want: "20 s"},
+		{desc: "a quarter of an hour", duration: 15, want: "2.5 minutes"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if got := partLabel(tt.duration); got != tt.want {
+				t.Errorf("partLabel(%v): got %q, want %q", tt.duration, got, tt.want)
+			}
+		})
+	}
+}

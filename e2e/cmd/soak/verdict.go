@@ -235,8 +235,12 @@ func peakOf(samples []sample, value func(sample) int64) (int64, float64) {
 // the hour.
 const parts = 6
 
+// partLabel names a part's length: "10 minutes" in the hour, "20 s" in two minutes.
 func partLabel(duration float64) string {
-	return fmt.Sprintf("%g minutes", duration/parts)
+	if d := duration / parts; d < 1 {
+		return fmt.Sprintf("%.0f s", d*60)
+	}
+	return fmt.Sprintf("%.3g minutes", duration/parts)
 }
 
 // medians is value's median in each of the run's parts, in MiB, "-" for a part with none.
