@@ -65,14 +65,14 @@ func (env ScenarioEnv) subDir(name string) (string, error) {
 }
 
 // start runs a Traefik with d in front of o, its log at ERROR (Weir's event lines still
-// reach its output).
-func (env ScenarioEnv) start(o *Origin, d Dynamic) (*Traefik, error) {
+// reach its output), with plugins laid out beside Weir.
+func (env ScenarioEnv) start(o *Origin, d Dynamic, plugins ...LocalPlugin) (*Traefik, error) {
 	dir, err := env.subDir("traefik")
 	if err != nil {
 		return nil, err
 	}
 	began := time.Now()
-	tr, err := Start(Options{Binary: env.Traefik, Root: env.Root, Dir: dir, LogLevel: "ERROR"}, o.URL, d)
+	tr, err := Start(Options{Binary: env.Traefik, Root: env.Root, Dir: dir, LogLevel: "ERROR", LocalPlugins: plugins}, o.URL, d)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/traefik/genconf/dynamic"
 )
 
 // The limiter's load scenarios: flood fairness and mass expiry.
@@ -43,6 +45,36 @@ type FairnessOptions struct {
 	// Control adds a run with the partition cap raised to the whole pool, where the flood
 	// takes every slot.
 	Control bool
+	// Controls measures, in the same Traefik and in every repeat beside Weir's runs, the
+	// same flood and the same readers through a router without any middleware ("bare
+	// Traefik") and, when LimitDir is set, through the weirlimit plugin (the least an
+	// interpreted middleware can do: its pass-through counts the request in flight, sets
+	// one header and calls the next handler): the ratio the machine and Traefik allow.
+	Controls bool
+	// LimitDir holds weirlimit's source (go.mod and its .go file), laid out as a local
+	// plugin beside Weir; "" leaves that control out.
+	LimitDir string
+}
+
+// The weirlimit plugin, as its module names it, and the alias it is declared under.
+const (
+	weirLimitAlias  = "weirlimit"
+	weirLimitModule = "github.com/weirceo/weirlimit"
+)
+
+// FairnessControl is one control's repeats, measured beside Weir's.
+type FairnessControl struct {
+	// Name says what the other paths and the flood went through.
+	Name    string
+	Repeats []FairnessRepeat
+}
+
+// Ratios are the control's repeats' p99 ratios, in order.
+func (c FairnessControl) Ratios() []float64 { return FairnessFigures{Repeats: c.Repeats}.Ratios() }
+
+// P50Ratios are the control's repeats' ratios of median latencies, in order.
+func (c FairnessControl) P50Ratios() []float64 {
+	return FairnessFigures{Repeats: c.Repeats}.P50Ratios()
 }
 
 // FairnessRepeat is one measurement of the other paths without the flood and with it.
@@ -72,6 +104,8 @@ type FairnessFigures struct {
 	ControlRatio float64
 	control      limStats
 	controlFlood limFloodStats
+	// Controls are the controls' repeats (FairnessOptions.Controls), in the order run.
+	Controls []FairnessControl
 }
 
 // Ratios are the repeats' ratios, in order.
@@ -109,10 +143,20 @@ func (f FairnessFigures) String() string {
 		fmt.Fprintf(&b, "repeat %d: other paths during the flood:  %s; Traefik %.2f cores\n", i+1, r.during, r.duringCPU)
 		fmt.Fprintf(&b, "repeat %d: flood: %s; its origin peak in flight %d (maxPerPartition %d); p99 ratio %.2f, p50 ratio %.2f\n", i+1, r.flood, r.Peak, fairPerPartition, r.Ratio, r.P50Ratio)
 	}
+	for _, c := range f.Controls {
+		for i, r := range c.Repeats {
+			fmt.Fprintf(&b, "%s, repeat %d: other paths without the flood: %s; Traefik %.2f cores\n", c.Name, i+1, r.base, r.baseCPU)
+			fmt.Fprintf(&b, "%s, repeat %d: other paths during the flood:  %s; Traefik %.2f cores\n", c.Name, i+1, r.during, r.duringCPU)
+			fmt.Fprintf(&b, "%s, repeat %d: flood: %s; its origin peak in flight %d; p99 ratio %.2f, p50 ratio %.2f\n", c.Name, i+1, r.flood, r.Peak, r.Ratio, r.P50Ratio)
+		}
+	}
 	if f.ControlRatio > 0 {
 		fmt.Fprintf(&b, "control, no partition cap: other paths %s (p99 ratio %.2f); flood %s, its origin peak in flight %d\n", f.control, f.ControlRatio, f.controlFlood, f.ControlPeak)
 	}
 	fmt.Fprintf(&b, "p99 ratios %s, median %.2f; p50 ratios %s, median %.2f", FormatRatios(f.Ratios()), Median(f.Ratios()), FormatRatios(f.P50Ratios()), Median(f.P50Ratios()))
+	for _, c := range f.Controls {
+		fmt.Fprintf(&b, "\n%s: p99 ratios %s, median %.2f; p50 ratios %s, median %.2f", c.Name, FormatRatios(c.Ratios()), Median(c.Ratios()), FormatRatios(c.P50Ratios()), Median(c.P50Ratios()))
+	}
 	return b.String()
 }
 
@@ -137,107 +181,175 @@ func RunFairness(env ScenarioEnv, o FairnessOptions) (FairnessFigures, error) {
 	orDefault(&o.Repeats, 5)
 	origin := NewOrigin()
 	defer origin.Close()
-	var search inFlight
-	origin.Handle("/fair/search", search.count(delayed(fairSearchDelay, searchResults)))
 	// arrivals tells a slow answer's time before the origin (Traefik, Weir, the limiter's
 	// queue) from its time after.
 	arrivals := newLimArrivals()
+	weir := &fairVariant{name: "Weir", prefix: "/fair/", check: func(r limReply) string { return limWantStatus(r, "uri-miss") }}
+	variants := []*fairVariant{weir}
+	var plugins []LocalPlugin
+	controls := Dynamic{}
+	if o.Controls {
+		// The other paths and the flood at the origin under each control's prefix: the same
+		// handlers, the body still the path the client asked for.
+		variants = append(variants, &fairVariant{name: "bare Traefik", prefix: "/bare/fair/", check: fairPlainAnswer})
+		controls.Routes = append(controls.Routes, Route{Name: "fair-bare", Rule: "PathPrefix(`/bare/fair/`)"})
+		if o.LimitDir != "" {
+			// weirlimit passes through only a path holding /ns/; any other it answers itself.
+			variants = append(variants, &fairVariant{name: "weirlimit", prefix: "/limit/ns/fair/", check: fairPlainAnswer})
+			plugins = append(plugins, LocalPlugin{Alias: weirLimitAlias, ModuleName: weirLimitModule, Dir: o.LimitDir})
+			controls.Routes = append(controls.Routes, Route{Name: "fair-limit", Rule: "PathPrefix(`/limit/ns/fair/`)", Middleware: "fair-limit"})
+			controls.Builtin = map[string]*dynamic.Middleware{"fair-limit": {Plugin: map[string]dynamic.PluginConf{weirLimitAlias: {}}}}
+		}
+	}
 	// Every request of the other paths is a miss on a path of its own.
 	otherPaths := fairWarmup + o.Repeats*2*o.Samples + o.Samples/3
-	for i := 0; i < otherPaths; i++ {
-		origin.Handle(fmt.Sprintf("/fair/other/%d", i), func(w http.ResponseWriter, r *http.Request) {
-			arrivals.note(r.URL.Path)
-			time.Sleep(fairOtherDelay)
-			w.Header().Set("Cache-Control", "max-age=60")
-			io.WriteString(w, r.URL.Path)
-		})
+	for _, v := range variants {
+		origin.Handle(v.prefix+"search", v.search.count(delayed(fairSearchDelay, searchResults)))
+		for i := 0; i < otherPaths; i++ {
+			origin.Handle(fmt.Sprintf("%sother/%d", v.prefix, i), func(w http.ResponseWriter, r *http.Request) {
+				arrivals.note(r.URL.Path)
+				time.Sleep(fairOtherDelay)
+				w.Header().Set("Cache-Control", "max-age=60")
+				io.WriteString(w, r.URL.Path)
+			})
+		}
 	}
 	limiter := func(perPartition int) Dynamic {
 		// The flood's queued requests wait at most 200ms: with 64 clients against 16 slots
 		// of a 100ms origin, the excess is shed with queue-wait.
-		return scenarioRoute("fair", "/fair/", scenarioConf(o.Conf, map[string]interface{}{
+		d := scenarioRoute("fair", "/fair/", scenarioConf(o.Conf, map[string]interface{}{
 			"limiter": map[string]interface{}{
 				"maxConcurrent": strconv.Itoa(fairSlots), "maxPerPartition": strconv.Itoa(perPartition),
 				"maxQueueWait": "200ms",
 			},
 		}))
+		d.Routes = append(d.Routes, controls.Routes...)
+		d.Builtin = controls.Builtin
+		return d
 	}
-	tr, err := env.start(origin, limiter(fairPerPartition))
+	tr, err := env.start(origin, limiter(fairPerPartition), plugins...)
 	if err != nil {
 		return FairnessFigures{}, err
 	}
-	f, err := fairness(env, o, tr, &search, arrivals, func() error { return tr.Apply(limiter(fairSlots)) })
+	f, err := fairness(env, o, tr, variants, arrivals, func() error { return tr.Apply(limiter(fairSlots)) })
 	return f, stopped(tr, err)
 }
 
-func fairness(env ScenarioEnv, o FairnessOptions, tr *Traefik, search *inFlight, arrivals *limArrivals, uncap func() error) (FairnessFigures, error) {
-	var f FairnessFigures
-	next := 0
-	others := func(n int) []string {
-		p := make([]string, n)
-		for i := range p {
-			p[i] = fmt.Sprintf("/fair/other/%d", next)
-			next++
-		}
-		return p
+// fairVariant is what the other paths and the flood of the fairness scenario go through:
+// Weir, or a control, each on a prefix of its own.
+type fairVariant struct {
+	name   string
+	prefix string
+	// search counts the flood's fetches at the origin.
+	search inFlight
+	// check returns "" for a right answer of the other paths.
+	check func(limReply) string
+	// next is the next other path not yet requested.
+	next int
+}
+
+// others is the variant's next n other paths, each requested once.
+func (v *fairVariant) others(n int) []string {
+	p := make([]string, n)
+	for i := range p {
+		p[i] = fmt.Sprintf("%sother/%d", v.prefix, v.next)
+		v.next++
 	}
-	check := func(r limReply) string { return limWantStatus(r, "uri-miss") }
+	return p
+}
+
+// fairPlainAnswer checks an other path's answer through a control, which has no
+// Cache-Status of Weir's: 200 and the path as body.
+func fairPlainAnswer(r limReply) string {
+	if r.status != http.StatusOK || r.body != r.path {
+		return fmt.Sprintf("%s: status %d, body %q; want 200 and the path", r.path, r.status, short(r.body))
+	}
+	return ""
+}
+
+func fairness(env ScenarioEnv, o FairnessOptions, tr *Traefik, variants []*fairVariant, arrivals *limArrivals, uncap func() error) (FairnessFigures, error) {
+	var f FairnessFigures
+	weir := variants[0]
 	var cpu float64
-	measure := func(what string, n int, check func(limReply) string) (limStats, error) {
+	measure := func(v *fairVariant, what string, n int, check func(limReply) string) (limStats, error) {
 		before, cpuErr := ProcessCPU(tr.Pid())
-		st, err := burst(tr, others(n), fairOtherWorkers, 60*time.Second, arrivals, check)
+		st, err := burst(tr, v.others(n), fairOtherWorkers, 60*time.Second, arrivals, check)
 		after, cpuErr2 := ProcessCPU(tr.Pid())
 		cpu = 0
 		if cpuErr == nil && cpuErr2 == nil && st.elapsed > 0 {
 			cpu = float64(after-before) / float64(st.elapsed)
 		}
 		if err == nil && st.errors > 0 {
-			err = fmt.Errorf("other paths %s: %d of %d answers wrong; first: %s", what, st.errors, st.requests, st.firstError)
+			err = fmt.Errorf("%s: other paths %s: %d of %d answers wrong; first: %s", v.name, what, st.errors, st.requests, st.firstError)
 		}
 		return st, err
 	}
-	flooded := func(slots int) (*limFlood, error) {
-		fl := startFlood(tr, "/fair/search?q=", o.FloodClients)
-		if !waitFor(5*time.Second, func() bool { return search.now() >= int64(slots) }) {
+	flooded := func(v *fairVariant, slots int) (*limFlood, error) {
+		fl := startFlood(tr, v.prefix+"search?q=", o.FloodClients)
+		if !waitFor(5*time.Second, func() bool { return v.search.now() >= int64(slots) }) {
 			fl.end()
-			return nil, fmt.Errorf("the flood never held %d slots at the origin (in flight %d)", slots, search.now())
+			return nil, fmt.Errorf("%s: the flood never held %d slots at the origin (in flight %d)", v.name, slots, v.search.now())
 		}
 		return fl, nil
 	}
-	// A first round warms Traefik and the connections; it is not measured.
-	if _, err := measure("warming up", fairWarmup, check); err != nil {
-		return f, err
-	}
-	for i := 1; i <= o.Repeats; i++ {
+	// repeat measures v's other paths without the flood, then with it.
+	repeat := func(v *fairVariant) (FairnessRepeat, error) {
 		var r FairnessRepeat
 		var err error
-		if r.base, err = measure("without the flood", o.Samples, check); err != nil {
-			return f, err
+		if r.base, err = measure(v, "without the flood", o.Samples, v.check); err != nil {
+			return r, err
 		}
 		r.baseCPU = cpu
-		fl, err := flooded(fairPerPartition)
+		fl, err := flooded(v, fairPerPartition)
 		if err != nil {
-			return f, err
+			return r, err
 		}
-		r.during, err = measure("during the flood", o.Samples, check)
+		r.during, err = measure(v, "during the flood", o.Samples, v.check)
 		r.duringCPU = cpu
 		fs, endErr := fl.end()
 		if err != nil {
-			return f, err
+			return r, err
 		}
 		if endErr != nil {
-			return f, endErr
+			return r, endErr
 		}
 		r.flood = fs
 		if fs.errors > 0 {
-			return f, fmt.Errorf("flood: %d answers neither 200 nor a shed 503 with Retry-After; first: %s", fs.errors, fs.firstError)
+			return r, fmt.Errorf("%s: flood: %d answers neither 200 nor a shed 503 with Retry-After; first: %s", v.name, fs.errors, fs.firstError)
 		}
 		r.Ratio = float64(r.during.p99) / float64(r.base.p99)
 		r.P50Ratio = float64(r.during.p50) / float64(r.base.p50)
-		r.Peak = search.most()
-		f.Repeats = append(f.Repeats, r)
-		env.logf("repeat %d: p99 %v without the flood, %v with it: ratio %.2f; flood %s", i, r.base.p99, r.during.p99, r.Ratio, fs)
-		if o.StopAt > 0 && r.Ratio <= o.StopAt {
+		r.Peak = v.search.most()
+		env.logf("%s, repeat: p99 %v without the flood, %v with it: ratio %.2f; flood %s", v.name, r.base.p99, r.during.p99, r.Ratio, fs)
+		return r, nil
+	}
+	// A first round warms Traefik and the connections; it is not measured.
+	for _, v := range variants {
+		if _, err := measure(v, "warming up", fairWarmup, v.check); err != nil {
+			return f, err
+		}
+	}
+	for _, c := range variants[1:] {
+		f.Controls = append(f.Controls, FairnessControl{Name: c.name})
+	}
+	for i := 1; i <= o.Repeats; i++ {
+		// The variants take turns at going first, so that none always meets the machine
+		// as the one before left it.
+		var weirRatio float64
+		for k := range variants {
+			j := (k + i - 1) % len(variants)
+			r, err := repeat(variants[j])
+			if err != nil {
+				return f, err
+			}
+			if j == 0 {
+				f.Repeats = append(f.Repeats, r)
+				weirRatio = r.Ratio
+			} else {
+				f.Controls[j-1].Repeats = append(f.Controls[j-1].Repeats, r)
+			}
+		}
+		if o.StopAt > 0 && weirRatio <= o.StopAt {
 			break
 		}
 	}
@@ -250,19 +362,19 @@ func fairness(env ScenarioEnv, o FairnessOptions, tr *Traefik, search *inFlight,
 	if err := uncap(); err != nil {
 		return f, err
 	}
-	fl, err := flooded(fairSlots)
+	fl, err := flooded(weir, fairSlots)
 	if err != nil {
 		return f, err
 	}
 	var measureErr error
-	f.control, measureErr = measure("control", o.Samples/3, nil)
+	f.control, measureErr = measure(weir, "control", o.Samples/3, nil)
 	if f.controlFlood, err = fl.end(); err != nil {
 		return f, err
 	}
 	if measureErr != nil {
 		return f, measureErr
 	}
-	f.ControlPeak = search.most()
+	f.ControlPeak = weir.search.most()
 	f.ControlRatio = float64(f.control.p99) / float64(f.Repeats[len(f.Repeats)-1].base.p99)
 	env.logf("control, no partition cap: other paths p99 %v (ratio %.2f); flood %s", f.control.p99, f.ControlRatio, f.controlFlood)
 	return f, nil

@@ -5,8 +5,10 @@
 # the e2e suite runs each scenario small and asserts its shape; this runs them at the
 # published scale (sickstore's million requests take several minutes).
 #
-# Usage: scripts/loadtest.sh [-requests 1000000] [-rounds 10000] [-repeats 5] [-dir DIR] SCENARIO|all
+# Usage: scripts/loadtest.sh [-requests 1000000] [-rounds 10000] [-repeats 5] [-controls [-limit DIR]] [-dir DIR] SCENARIO|all
 #        -dir keeps Traefik's and Redis's files (configuration, logs); default: temporary
+#        -controls: fairness also through bare Traefik and the weirlimit plugin (source in
+#        -limit, default ../shared/bench/weirlimit from the root), interleaved with Weir
 # Env:   WEIR_TRAEFIK  Traefik binary (default: scripts/build-traefik.sh finds or builds it)
 #        sickstore needs redis-server on PATH (or WEIR_REDIS).
 set -euo pipefail

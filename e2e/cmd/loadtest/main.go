@@ -4,7 +4,8 @@
 //
 //	fairness   one path flooded by 64 clients with distinct queries while other paths are
 //	           read: the other paths' p99 with the flood over their p99 without it (target
-//	           at most 1.2)
+//	           at most 1.2); -controls measures the same through bare Traefik and the
+//	           weirlimit plugin (-limit) beside Weir, interleaved, as the machine's bound
 //	expiry     10,000 keys expiring together under limiter.maxConcurrent 32 with the default
 //	           queue: client errors besides designed refusals (target 0), the time until
 //	           every key is fresh again, the origin's peak concurrency (target at most 32)
@@ -23,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -34,7 +36,13 @@ type options struct {
 	requests int
 	rounds   int
 	repeats  int
+	controls bool
+	limit    string
 }
+
+// limitDefault is where weirlimit's source is looked for, from the repository's root (as
+// scripts/bench.sh's -limit).
+const limitDefault = "../shared/bench/weirlimit"
 
 // scenario runs one scenario and returns the targets it missed.
 type scenario struct {
@@ -63,6 +71,8 @@ func run() int {
 	flag.IntVar(&o.requests, "requests", 1000000, "sickstore: requests while the store fails half its calls")
 	flag.IntVar(&o.rounds, "rounds", 10000, "rounds: rounds of concurrent cold requests")
 	flag.IntVar(&o.repeats, "repeats", 5, "fairness: measurements without and with the flood; the median ratio is the figure")
+	flag.BoolVar(&o.controls, "controls", false, "fairness: measure the same flood and readers through bare Traefik and the weirlimit plugin too, interleaved with Weir's runs")
+	flag.StringVar(&o.limit, "limit", "", "fairness -controls: weirlimit's source directory (default "+limitDefault+" from the repository's root; its control is left out when absent)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: loadtest [flags] %s|all\n", strings.Join(names(), "|"))
 		flag.PrintDefaults()
@@ -96,6 +106,15 @@ func run() int {
 	env := e2e.ScenarioEnv{Traefik: traefik, Root: root, Dir: dir, Logf: func(format string, args ...interface{}) {
 		fmt.Printf("  "+format+"\n", args...)
 	}}
+	if o.controls && o.limit == "" {
+		o.limit = filepath.Join(root, filepath.FromSlash(limitDefault))
+	}
+	if o.limit != "" {
+		if st, err := os.Stat(o.limit); err != nil || !st.IsDir() {
+			fmt.Printf("weirlimit's source not found at %s: its control is left out\n", o.limit)
+			o.limit = ""
+		}
+	}
 	fmt.Printf("traefik %s, plugin %s; %d CPUs, load average %s\n", traefik, root, runtime.NumCPU(), loadAverage())
 	status := 0
 	for _, s := range chosen {
@@ -142,7 +161,7 @@ func loadAverage() string {
 const fairnessTarget = 1.2
 
 func fairness(env e2e.ScenarioEnv, o options) ([]string, error) {
-	f, err := e2e.RunFairness(env, e2e.FairnessOptions{Repeats: o.repeats, Control: true})
+	f, err := e2e.RunFairness(env, e2e.FairnessOptions{Repeats: o.repeats, Control: true, Controls: o.controls, LimitDir: o.limit})
 	fmt.Println(f)
 	if err != nil {
 		return nil, err
@@ -150,6 +169,10 @@ func fairness(env e2e.ScenarioEnv, o options) ([]string, error) {
 	median := e2e.Median(f.Ratios())
 	fmt.Printf("FIGURE fairness: other paths' p99 with the flood / without it: median %.2f over %d repeats (%s), best %.2f; target <= %.1f; their median latency's ratio: median %.2f (%s)\n",
 		median, len(f.Repeats), e2e.FormatRatios(f.Ratios()), f.Best(), fairnessTarget, e2e.Median(f.P50Ratios()), e2e.FormatRatios(f.P50Ratios()))
+	for _, c := range f.Controls {
+		fmt.Printf("FIGURE fairness control, %s: the same p99 ratio: median %.2f (%s); median latency's ratio: median %.2f (%s)\n",
+			c.Name, e2e.Median(c.Ratios()), e2e.FormatRatios(c.Ratios()), e2e.Median(c.P50Ratios()), e2e.FormatRatios(c.P50Ratios()))
+	}
 	var missed []string
 	if median > fairnessTarget {
 		missed = append(missed, fmt.Sprintf("median p99 ratio %.2f > %.1f", median, fairnessTarget))

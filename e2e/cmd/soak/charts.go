@@ -80,10 +80,11 @@ func writeCharts(dir string, samples []sample, s schedule, budget int64) error {
 	}
 	errorKinds := append([]string{kindOrigin503, kindOrigin502}, undesignedKinds...)
 	charts := map[string]chart{
-		"heap.svg": {title: "Traefik's heap", unit: "MiB", lines: []series{
+		"heap.svg": {title: "Traefik's heap: live (judged against the limit) and in use", unit: "MiB", lines: []series{
+			{name: "live heap", ys: of(func(s sample) int64 { return s.heapLive }, mb)},
 			{name: "heap in use", ys: of(func(s sample) int64 { return s.heapInuse }, mb)},
 			{name: "heap allocated", ys: of(func(s sample) int64 { return s.heapAlloc }, mb)},
-			{name: "limit", ys: limit, dashed: true},
+			{name: "limit of the live heap", ys: limit, dashed: true},
 		}},
 		"goroutines.svg": {title: "Traefik's goroutines", unit: "goroutines", lines: []series{
 			{name: "goroutines", ys: of(func(s sample) int64 { return s.goroutines }, 1)},

@@ -180,7 +180,8 @@ func soak(ctx context.Context, o options) (verdict, error) {
 			tr.Stop()
 		}
 	}()
-	smp := sampler{tr: tr, metricsURL: tr.URL(adminPath + "/metrics"), token: adminToken}
+	// Traefik inherits this process's environment, GOGC with it.
+	smp := sampler{tr: tr, metricsURL: tr.URL(adminPath + "/metrics"), token: adminToken, gogc: gogcOf(os.Getenv("GOGC"))}
 	if _, err := smp.metrics(); err != nil {
 		return verdict{}, fmt.Errorf("Weir's metrics: %w\n%s", err, tr.LogTail(20))
 	}
@@ -234,8 +235,8 @@ func soak(ctx context.Context, o options) (verdict, error) {
 		setMu.Unlock()
 		s := smp.take(at, budget, cl.tally.snapshot(), stateAt(sched, at))
 		samples = append(samples, s)
-		fmt.Printf("%s  heap %.1f MiB, goroutines %d, fds %d, cache %.1f/%.0f MiB, sent %d, undesigned %d  %s\n",
-			clock(at), mib(s.heapInuse), s.goroutines, s.fds, mib(s.cacheBytes), mib(s.cacheMax), s.counts.sent, s.counts.undesigned(), s.state)
+		fmt.Printf("%s  heap live %.1f MiB, in use %.1f MiB, goroutines %d, fds %d, cache %.1f/%.0f MiB, sent %d, undesigned %d  %s\n",
+			clock(at), mib(s.heapLive), mib(s.heapInuse), s.goroutines, s.fds, mib(s.cacheBytes), mib(s.cacheMax), s.counts.sent, s.counts.undesigned(), s.state)
 		if tr.Exited() {
 			report("Traefik exited\n%s", tr.LogTail(40))
 			done = true

@@ -214,7 +214,7 @@ func TestJudgeStoreBreaker(t *testing.T) {
 	mk := func(open ...int64) []sample {
 		var out []sample
 		for i, o := range open {
-			out = append(out, sample{at: time.Duration(i+1) * 10 * time.Second, storeOpen: o, heapInuse: 100 << 20})
+			out = append(out, sample{at: time.Duration(i+1) * 10 * time.Second, storeOpen: o, heapInuse: 200 << 20, heapLive: 100 << 20})
 		}
 		return out
 	}
@@ -231,6 +231,88 @@ func TestJudgeStoreBreaker(t *testing.T) {
 			v := judge(tt.samples, 2, 8<<20, snapshot{counts: map[string]int64{}}, nil, nil)
 			if got := len(v.failures) > 0; got != tt.fails {
 				t.Errorf("fails: got %v, want %v (%v)", got, tt.fails, v.failures)
+			}
+		})
+	}
+}
+
+func TestLiveHeap(t *testing.T) {
+	for _, tt := range []struct {
+		desc   string
+		env    string
+		nextGC int64
+		want   int64
+	}{
+		{desc: "GOGC unset: half the goal", env: "", nextGC: 260 << 20, want: 130 << 20},
+		{desc: "GOGC=50", env: "50", nextGC: 150 << 20, want: 100 << 20},
+		{desc: "GOGC=200", env: "200", nextGC: 300 << 20, want: 100 << 20},
+		{desc: "GOGC not a number: 100, as the runtime reads it", env: "x", nextGC: 200 << 20, want: 100 << 20},
+		{desc: "GOGC=off: not told", env: "off", nextGC: 200 << 20, want: -1},
+		{desc: "GOGC negative: off", env: "-1", nextGC: 200 << 20, want: -1},
+		{desc: "goal unread", env: "", nextGC: 0, want: -1},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if got := liveHeap(tt.nextGC, gogcOf(tt.env)); got != tt.want {
+				t.Errorf("liveHeap(%d, gogcOf(%q)): got %d, want %d", tt.nextGC, tt.env, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJudgeLiveHeap(t *testing.T) {
+	// mk makes 60 samples of a 10-minute run, the live heap live(i) MiB, the heap in use
+	// twice that (the garbage GOGC=100 lets pile up).
+	mk := func(live func(i int) int64) []sample {
+		var out []sample
+		for i := 0; i < 60; i++ {
+			l := live(i) << 20
+			if live(i) < 0 {
+				l = -1
+			}
+			out = append(out, sample{at: time.Duration(i+1) * 10 * time.Second, heapLive: l, heapInuse: 2 * l, goroutines: 50, fds: 20})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		desc    string
+		samples []sample
+		fails   string
+	}{
+		{desc: "flat under the limit, in use over it", samples: mk(func(int) int64 { return 150 }), fails: ""},
+		{desc: "a flood's peak under the limit", samples: mk(func(i int) int64 {
+			if i == 40 {
+				return 210
+			}
+			return 140
+		}), fails: ""},
+		{desc: "over the limit", samples: mk(func(int) int64 { return 230 }), fails: "over the limit"},
+		{desc: "a slow leak under the limit", samples: mk(func(i int) int64 { return 60 + 2*int64(i) }), fails: "grows without bound"},
+		{desc: "unread", samples: mk(func(int) int64 { return -1 }), fails: "could not be read"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			// The limit: 2 x 12 MiB + 192 MiB = 216 MiB.
+			v := judge(tt.samples, 10, 12<<20, snapshot{counts: map[string]int64{}}, nil, nil)
+			got := strings.Join(v.failures, "; ")
+			if tt.fails == "" && got != "" || !strings.Contains(got, tt.fails) {
+				t.Errorf("failures: got %q, want one saying %q", got, tt.fails)
+			}
+		})
+	}
+}
+
+func TestPartLabel(t *testing.T) {
+	for _, tt := range []struct {
+		desc     string
+		duration float64
+		want     string
+	}{
+		{desc: "the hour", duration: 60, want: "10 minutes"},
+		{desc: "two minutes", duration: 2, want: "20 s"},
+		{desc: "a quarter of an hour", duration: 15, want: "2.5 minutes"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			if got := partLabel(tt.duration); got != tt.want {
+				t.Errorf("partLabel(%v): got %q, want %q", tt.duration, got, tt.want)
 			}
 		})
 	}
