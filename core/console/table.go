@@ -86,7 +86,21 @@ func (t *Table) Len() int {
 // Note counts one event of field for key at second now (Unix), and the latency took when it
 // is not negative.
 func (t *Table) Note(key string, now int64, field int, took time.Duration) {
-	t.count(key, now, field, 1, took)
+	if field < 0 || field >= t.fields {
+		return
+	}
+	if len(key) > MaxKeyBytes {
+		key = key[:MaxKeyBytes]
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.rows[key]
+	if r == nil {
+		r = t.take(key, now)
+	}
+	r.note(now, field, t.fields, took)
+	t.all.note(now, field, t.fields, took)
+	r.weight++
 }
 
 // Add counts n events of field for key at second now (Unix) in t, without a latency: one
@@ -125,29 +139,9 @@ func Add(t *Table, key string, now int64, field int, n int64) {
 	t.mu.Unlock()
 }
 
-// count counts n events of field for key at second now, and the latency took when it is
-// not negative.
-func (t *Table) count(key string, now int64, field int, n int64, took time.Duration) {
-	if field < 0 || field >= t.fields {
-		return
-	}
-	if len(key) > MaxKeyBytes {
-		key = key[:MaxKeyBytes]
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r := t.rows[key]
-	if r == nil {
-		r = t.take(key, now)
-	}
-	r.note(now, field, t.fields, n, took)
-	t.all.note(now, field, t.fields, n, took)
-	r.weight += n
-}
-
-// note counts n of field at second now in r, and the latency took when not negative.
-func (r *row) note(now int64, field, fields int, n int64, took time.Duration) {
-	r.add(now, field, fields, n)
+// note counts one of field at second now in r, and the latency took when not negative.
+func (r *row) note(now int64, field, fields int, took time.Duration) {
+	r.add(now, field, fields)
 	r.last = now
 	if took >= 0 {
 		r.latency[latencyBucket(took)]++
@@ -195,15 +189,15 @@ func (t *Table) take(key string, now int64) *row {
 	return victim
 }
 
-// add counts n of field at second now in r's slot for now's minute, clearing the slot when
-// it last counted another minute.
-func (r *row) add(now int64, field, fields int, n int64) {
+// add counts one of field at second now in r's slot for now's minute, clearing the slot
+// when it last counted another minute.
+func (r *row) add(now int64, field, fields int) {
 	m := now / slotSeconds
 	s := int(m % slotCount)
 	if r.minute[s] != m {
 		clearSlot(r, s, m, fields)
 	}
-	r.counts[s*fields+field] += n
+	r.counts[s*fields+field]++
 }
 
 // clearSlot gives r's slot s to minute m, its counts cleared.
