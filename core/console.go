@@ -270,9 +270,12 @@ func noteFetch(e *engine, partition, host string, at time.Time, took time.Durati
 	c := e.metrics.console
 	atomic.AddInt64(&c.fetches, 1)
 	sec := at.Unix()
-	c.hosts.Note(host, sec, hostFetches, took)
-	c.paths.Note(partition, sec, pathFetches, -1)
-	wakeConsole()
+	console.Count(c.hosts, host, sec, hostFetches, took)
+	console.Count(c.paths, partition, sec, pathFetches, -1)
+	// wakeConsole's own first test, without its call while the sampler is awake.
+	if atomic.LoadInt32(&consoleAwake) == 0 {
+		wakeConsole()
+	}
 }
 
 // noteRefused counts a refusal of r in the tables.
@@ -280,9 +283,11 @@ func noteRefused(h *Handler, r *http.Request) {
 	c := h.e.metrics.console
 	host := hostkey.Canonical(r.Host)
 	sec := h.s.Now().Unix()
-	c.hosts.Note(host, sec, hostRefused, -1)
-	c.paths.Note(consolePartition(r, host), sec, pathRefused, -1)
-	wakeConsole()
+	console.Count(c.hosts, host, sec, hostRefused, -1)
+	console.Count(c.paths, consolePartition(r, host), sec, pathRefused, -1)
+	if atomic.LoadInt32(&consoleAwake) == 0 {
+		wakeConsole()
+	}
 }
 
 // sampleHit notes, for the hit path, consoleSample hits on r's host: the hit counter's
@@ -312,7 +317,7 @@ func countAnswer(h *Handler, r *http.Request, o int) {
 
 // noteStale counts a stale answer to r in the hosts table.
 func noteStale(h *Handler, r *http.Request) {
-	h.e.metrics.console.hosts.Note(hostkey.Canonical(r.Host), h.s.Now().Unix(), hostStale, -1)
+	console.Count(h.e.metrics.console.hosts, hostkey.Canonical(r.Host), h.s.Now().Unix(), hostStale, -1)
 }
 
 // consolePartition is r's partition as httpcache.PartitionOf writes one: the scheme, the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirproxy/weir/core/hostkey"
 	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/core/neg"
 	"github.com/weirproxy/weir/core/setting"
 	"github.com/weirproxy/weir/core/store"
 )
@@ -91,6 +92,11 @@ func (h *Handler) fetchRequest(r *http.Request, stale *store.Entry) (*http.Reque
 
 // fetch sends req to the origin and stores what may be stored. sk is the leader's writer
 // for answers that cannot be held; nil for background refreshes.
+//
+// The common answer, whole, held and storable, is built and stored here; every other goes
+// to fetchOther. Under Yaegi a call allocates a slot for every value of its function's whole
+// body, taken branch or not (docs/yaegi.md): the cases a miss rarely meets would otherwise
+// cost every miss.
 func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string, stale *store.Entry, sk *sink) *fetchResult {
 	defer cancel()
 	// Every fetch holds an origin slot until its answer is buffered or streamed (FR-LIM-1);
@@ -106,6 +112,19 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	if oa == nil {
 		return &fetchResult{refused: *refused}
 	}
+	rec := oa.rec
+	// The common answer: a whole 2xx, held, storable.
+	if oa.truncated || rec.mode != modeBuffer || !rec.storable || rec.status >= 300 {
+		return fetchOther(h, req, key, stale, pol, keep, oa)
+	}
+	res := &fetchResult{status: rec.status, header: rec.header, body: rec.body, reason: rec.reason}
+	res.entry = pol.NewEntry(rec.status, rec.header, rec.body, rec.cc, oa.reqTime, oa.respTime)
+	return fetched(h, req, key, keep, res)
+}
+
+// fetchOther is fetch's answer for all but the common one: an answer cut short, streamed,
+// declined, discarded, an origin error, a 304, or one that may not be stored.
+func fetchOther(h *Handler, req *http.Request, key string, stale *store.Entry, pol *httpcache.Policy, keep bool, oa *originAnswer) *fetchResult {
 	rec := oa.rec
 	reqTime := oa.reqTime
 	respTime := oa.respTime
@@ -152,10 +171,18 @@ func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string
 	default:
 		res.entry = pol.NewEntry(rec.status, rec.header, rec.body, rec.cc, reqTime, respTime)
 	}
+	return fetched(h, req, key, keep, res)
+}
+
+// fetched stores res's entry, answering req, under key (or, outside cache.paths, keeps it
+// for the flight's followers only) and returns res.
+func fetched(h *Handler, req *http.Request, key string, keep bool, res *fetchResult) *fetchResult {
 	if len(res.entry.Vary) > 0 {
 		res.varKey = httpcache.VariantKey(key, res.entry.Vary, req)
 	}
-	h.e.neg.Forget(key)
+	if !neg.Empty(h.e.neg) {
+		h.e.neg.Forget(key)
+	}
 	if !keep {
 		// Outside cache.paths: the flight's followers share the answer as they would a
 		// stored one, and the next request for the path fetches again.

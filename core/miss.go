@@ -11,12 +11,40 @@ import (
 	"github.com/weirproxy/weir/core/flight"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/missrate"
+	"github.com/weirproxy/weir/core/neg"
 	"github.com/weirproxy/weir/core/store"
 )
 
 // miss handles a request that storage could not answer fresh. stale is what storage holds
 // for it (stale, or fresh but refused by the client's no-cache), at is its key.
+//
+// The common miss, a GET with nothing stored and nothing of its client's to weigh (no body,
+// no credentials, no directives), goes straight to its flight; every other takes missOther.
+// Under Yaegi a call allocates a slot for every value of its function's whole body, taken
+// branch or not (docs/yaegi.md), and a flood of distinct queries is all common misses.
 func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, stale *store.Entry, varyMiss bool, now time.Time) {
+	// One case each: Yaegi v0.16.1 evaluates only the first expression of a tagless
+	// switch's case list.
+	switch {
+	case stale != nil:
+	case r.Method != "GET":
+	case r.ContentLength != 0:
+	case r.Header["Authorization"] != nil:
+	case r.Header["Cache-Control"] != nil:
+	case varyMiss:
+	default:
+		if !neg.Empty(h.e.neg) && negativeHit(h, w, r, key, now) {
+			return
+		}
+		joinFlight(h, w, r, key, nil, statusFwd+fwdURIMiss, now)
+		return
+	}
+	missOther(h, w, r, key, stale, varyMiss, now)
+}
+
+// missOther is miss for all but the common miss: a stale entry to serve or revalidate, a
+// variant not stored, a HEAD, a body, credentials or the client's directives.
+func missOther(h *Handler, w http.ResponseWriter, r *http.Request, key string, stale *store.Entry, varyMiss bool, now time.Time) {
 	fwd := fwdURIMiss
 	switch {
 	case stale != nil:
@@ -24,12 +52,8 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 	case varyMiss:
 		fwd = fwdVaryMiss
 	}
-	if stale == nil {
-		if ne, ok := h.e.neg.Lookup(key, now); ok {
-			missrate.Hit(h.missRate, httpcache.PartitionOf(key))
-			h.write(w, r, negativeAnswer(ne, now))
-			return
-		}
+	if stale == nil && !neg.Empty(h.e.neg) && negativeHit(h, w, r, key, now) {
+		return
 	}
 	switch {
 	case r.Method == http.MethodHead && stale == nil:
@@ -43,10 +67,9 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		pass(h, w, r, httpcache.Partition(r), []string{statusBypass})
 		return
 	}
-	part := httpcache.PartitionOf(key)
 	if stale != nil && now.Before(stale.StaleWhileRevalidateUntil) && !requestNoCache(r) {
 		// RFC 5861 section 3: answer at once, refresh behind the client's back.
-		missrate.Hit(h.missRate, part)
+		missrate.Hit(h.missRate, httpcache.PartitionOf(key))
 		h.refresh(r, key, stale)
 		h.write(w, r, &answer{ent: stale, hit: true, detail: staleRevalidating})
 		return
@@ -65,41 +88,68 @@ func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, s
 		h.fetchSolo(w, r, key, stale, statusFwd+fwd)
 		return
 	}
+	joinFlight(h, w, r, key, stale, statusFwd+fwd, now)
+}
 
+// joinFlight joins r to the flight for key, leading it or following it; cacheStatus is the
+// Cache-Status of a fetched answer (a follower's adds collapsed).
+func joinFlight(h *Handler, w http.ResponseWriter, r *http.Request, key string, stale *store.Entry, cacheStatus string, now time.Time) {
+	part := httpcache.PartitionOf(key)
 	c, leader := h.e.flights.Join(key)
 	// The miss-rate detector counts a miss per fetch the cache would make: a follower is
 	// answered by another request's fetch, and a key retried while its upstream's breaker is
 	// open is one key, not a flood of distinct ones.
 	if !leader {
 		missrate.Hit(h.missRate, part)
-	} else if !h.breakerOpen(r.Host, r.URL.Path, now) {
+		h.follow(w, r, c, key, stale, cacheStatus+paramCollapsed)
+		return
+	}
+	if !h.breakerOpen(r.Host, r.URL.Path, now) {
 		if a := missrate.Miss(h.missRate, part, r.URL.RawQuery, now); a != nil {
 			h.reportAnomaly(a)
 		}
 	}
-	if leader && h.s.MissRate.Throttle {
-		if ok, wait := missrate.AllowFetch(h.missRate, part, now); !ok {
-			// The flight must end: its followers wait on it.
-			res := &fetchResult{refused: refusal{why: reasonMissRate, retryAfter: wait}}
-			h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
-			h.deliver(w, r, res, stale, statusFwd+fwd, false)
-			return
-		}
-	}
-	if leader {
-		// A flight that ended between this request's lookup and its Join has stored its
-		// answer: look once more before fetching again, or a burst on a cold key could
-		// reach the origin twice.
-		if ent, _, _ := h.lookup(r, key, now); ent != nil && !ent.Pass && now.Before(ent.FreshUntil) && (stale == nil || ent != stale) {
-			res := &fetchResult{status: ent.Status, header: ent.Header, body: ent.Body, entry: ent}
-			h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
-			h.write(w, r, &answer{ent: ent, hit: true})
-			return
-		}
-		h.lead(w, r, c, key, stale, statusFwd+fwd, nil)
+	if h.s.MissRate.Throttle && throttled(h, w, r, c, key, part, stale, cacheStatus, now) {
 		return
 	}
-	h.follow(w, r, c, key, stale, statusFwd+fwd+paramCollapsed)
+	// A flight that ended between this request's lookup and its Join has stored its
+	// answer: look once more before fetching again, or a burst on a cold key could reach
+	// the origin twice.
+	if ent, _, _ := h.lookup(r, key, now); ent != nil && !ent.Pass && now.Before(ent.FreshUntil) && (stale == nil || ent != stale) {
+		res := &fetchResult{status: ent.Status, header: ent.Header, body: ent.Body, entry: ent}
+		h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
+		h.write(w, r, &answer{ent: ent, hit: true})
+		return
+	}
+	h.lead(w, r, c, key, stale, cacheStatus, nil)
+}
+
+// throttled refuses the fetch of the flight c that r leads, when the miss-rate detector's
+// throttle (missRate.throttle) allows its partition part no fetch at now, and reports whether
+// it did.
+func throttled(h *Handler, w http.ResponseWriter, r *http.Request, c *flight.Call, key, part string, stale *store.Entry, cacheStatus string, now time.Time) bool {
+	ok, wait := missrate.AllowFetch(h.missRate, part, now)
+	if ok {
+		return false
+	}
+	// The flight must end: its followers wait on it.
+	res := &fetchResult{refused: refusal{why: reasonMissRate, retryAfter: wait}}
+	h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
+	h.deliver(w, r, res, stale, cacheStatus, false)
+	return true
+}
+
+// negativeHit answers r from the failure remembered for key, if one is in force at now
+// (FR-NEG-1), and reports whether it did. Out of miss's body, whose every call would
+// otherwise allocate its slots (docs/yaegi.md).
+func negativeHit(h *Handler, w http.ResponseWriter, r *http.Request, key string, now time.Time) bool {
+	ne, ok := h.e.neg.Lookup(key, now)
+	if !ok {
+		return false
+	}
+	missrate.Hit(h.missRate, httpcache.PartitionOf(key))
+	h.write(w, r, negativeAnswer(ne, now))
+	return true
 }
 
 // fetchSolo serves a request with credentials that found nothing stored, or one whose
@@ -169,18 +219,7 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 		return
 	}
 	if sk.detach() {
-		// The answer was streamed to this client as it came. A fetch that broke off (a
-		// panic, such as the proxy's abort when the origin's body is cut) or whose body ended
-		// short leaves it incomplete: it must reach the client as broken, not end as if
-		// whole (RFC 9112 section 8).
-		res, err := flightResult(c)
-		if err != nil {
-			abortAnswer()
-		}
-		if res.truncated {
-			abortAnswer()
-		}
-		countAnswer(h, r, outcomeMiss)
+		streamedEnd(h, r, c)
 		return
 	}
 	res, err := flightResult(c)
@@ -189,6 +228,22 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 		return
 	}
 	h.deliver(w, r, res, stale, cacheStatus, false)
+}
+
+// streamedEnd ends the answer streamed to the leader of c as it came (sink). A fetch that
+// broke off (a panic, such as the proxy's abort when the origin's body is cut) or whose body
+// ended short leaves it incomplete: it must reach the client as broken, not end as if whole
+// (RFC 9112 section 8). Out of lead's body: few answers are streamed, and under Yaegi every
+// value of a function's body takes a slot on each of its calls (docs/yaegi.md).
+func streamedEnd(h *Handler, r *http.Request, c *flight.Call) {
+	res, err := flightResult(c)
+	if err != nil {
+		abortAnswer()
+	}
+	if res.truncated {
+		abortAnswer()
+	}
+	countAnswer(h, r, outcomeMiss)
 }
 
 // abortAnswer ends the client's answer as broken: net/http closes the connection without

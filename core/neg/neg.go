@@ -14,6 +14,7 @@ package neg
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,6 +71,16 @@ type Cache struct {
 	entries map[string]*node
 	// ages holds every *node, the oldest recorded at the front, the newest at the back.
 	ages *list.List
+	// held is len(entries), changed under mu and read without it (Empty).
+	held int32
+}
+
+// Empty reports whether c holds no failure: one atomic load, so that a miss with nothing
+// remembered (nearly every miss) pays neither Lookup's lock nor its call. A function, not a
+// method: under Yaegi a method call costs its wrapper (docs/yaegi.md). A failure recorded
+// while Empty reads is as if recorded just after.
+func Empty(c *Cache) bool {
+	return atomic.LoadInt32(&c.held) == 0
 }
 
 // New returns an empty cache, or an error naming the first invalid setting.
@@ -114,6 +125,7 @@ func (c *Cache) Record(key string, f Failure, now time.Time) bool {
 	n = &node{key: key, e: e}
 	c.entries[key] = n
 	n.elem = c.ages.PushBack(n)
+	atomic.AddInt32(&c.held, 1)
 	c.mu.Unlock()
 	return true
 }
@@ -164,4 +176,5 @@ func (c *Cache) Len() int {
 func (c *Cache) drop(n *node) {
 	c.ages.Remove(n.elem)
 	delete(c.entries, n.key)
+	atomic.AddInt32(&c.held, -1)
 }
