@@ -114,14 +114,30 @@ func joinFlight(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 	}
 	// A flight that ended between this request's lookup and its Join has stored its
 	// answer: look once more before fetching again, or a burst on a cold key could reach
-	// the origin twice.
-	if ent, _, _ := h.lookup(r, key, now); ent != nil && !ent.Pass && now.Before(ent.FreshUntil) && (stale == nil || ent != stale) {
-		res := &fetchResult{status: ent.Status, header: ent.Header, body: ent.Body, entry: ent}
-		h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
-		h.write(w, r, &answer{ent: ent, hit: true})
+	// the origin twice. With process memory, a key under which nothing is held has nothing
+	// to find: one read of it, not lookup's three calls (the common leader's case).
+	if h.mem != nil && store.Lookup(h.mem, key) == nil {
+		h.lead(w, r, c, key, stale, cacheStatus, nil)
+		return
+	}
+	if lookedAgain(h, w, r, c, key, stale, now) {
 		return
 	}
 	h.lead(w, r, c, key, stale, cacheStatus, nil)
+}
+
+// lookedAgain answers r, the leader of the flight c for key, from storage when a fresh entry
+// other than stale is stored under key by now, ending the flight with it, and reports
+// whether it did.
+func lookedAgain(h *Handler, w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, now time.Time) bool {
+	ent, _, _ := h.lookup(r, key, now)
+	if ent == nil || ent.Pass || !now.Before(ent.FreshUntil) || (stale != nil && ent == stale) {
+		return false
+	}
+	res := &fetchResult{status: ent.Status, header: ent.Header, body: ent.Body, entry: ent}
+	h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
+	h.write(w, r, &answer{ent: ent, hit: true})
+	return true
 }
 
 // throttled refuses the fetch of the flight c that r leads, when the miss-rate detector's
