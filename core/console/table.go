@@ -93,7 +93,7 @@ func (t *Table) Note(key string, now int64, field int, took time.Duration) {
 // when it is not negative. A function written out, with no defer and no call but for a key
 // not held or a slot to clear: every origin fetch and every refusal counts twice (its host's
 // row and its partition's), and under Yaegi each call, method call and defer costs its frame
-// (docs/yaegi.md); written as Note over row methods it cost a miss about a tenth of its time.
+// (docs/yaegi.md; the figures in docs/benchmarks.md, "A cheaper miss").
 func Count(t *Table, key string, now int64, field int, took time.Duration) {
 	fields := t.fields
 	if field < 0 || field >= fields {
