@@ -109,7 +109,7 @@ type Breaker struct {
 	// 64-bit atomic is aligned on 32-bit platforms too.
 	quiet uint64
 	// slowCall is s.SlowCall in nanoseconds, which an override may change (setOverride):
-	// written with mu held and atomically, read without mu by RecordCall, which must know
+	// written with mu held and atomically, read without mu by recordResult, which must know
 	// whether a result was slow before it takes mu (to draw Rand outside it).
 	slowCall int64
 
@@ -305,11 +305,16 @@ func RecordAt(b *Breaker, p Permit, status int, failed bool, took, retryAfter ti
 	if !p.Allowed {
 		return Unchanged
 	}
-	sc := atomic.LoadInt64(&b.slowCall)
-	if failed || p.Probe || (sc > 0 && int64(took) > sc) {
-		return recordResult(b, p, status, failed, sc > 0 && int64(took) > sc, retryAfter, now)
+	if failed || p.Probe {
+		return recordResult(b, p, status, failed, took, retryAfter, now)
 	}
 	b.mu.Lock()
+	// SlowCall read under the lock, where it is written: one call into compiled code fewer
+	// than the atomic load of recordResult, which must know before it locks.
+	if sc := b.s.SlowCall; sc > 0 && took > sc {
+		b.mu.Unlock()
+		return recordResult(b, p, status, failed, took, retryAfter, now)
+	}
 	// What recordResult does with such a result: nothing when it is late or the breaker
 	// tripped; otherwise a count.
 	if p.gen == b.gen && !b.tripped {
@@ -323,9 +328,10 @@ func RecordAt(b *Breaker, p Permit, status int, failed bool, took, retryAfter ti
 	return Unchanged
 }
 
-// recordResult is RecordCall for a failure, a slow call or a probe's result, slow saying
-// whether the call took longer than SlowCall.
-func recordResult(b *Breaker, p Permit, status int, failed, slow bool, retryAfter time.Duration, now time.Time) int {
+// recordResult is RecordCall for a failure, a slow call or a probe's result.
+func recordResult(b *Breaker, p Permit, status int, failed bool, took, retryAfter time.Duration, now time.Time) int {
+	sc := time.Duration(atomic.LoadInt64(&b.slowCall))
+	slow := sc > 0 && took > sc
 	// Drawn before the lock: Rand is injected code and runs outside it.
 	r := 0.5
 	if failed || slow || p.Probe {
