@@ -217,7 +217,8 @@ func (f *fleet) wake() {
 }
 
 // wakeFleet wakes e's fleet loop if it sleeps: a breaker recorded a result, which its
-// counts share. One atomic load when it does not.
+// counts share. One atomic load when it does not. recordOutcome, which runs on every
+// result, writes the same test out rather than call it.
 func wakeFleet(e *engine) {
 	if bs := e.breakerSync; bs != nil && bs.fleet != nil && atomic.LoadInt32(&bs.fleet.asleep) == 1 {
 		bs.fleet.wake()

@@ -38,7 +38,7 @@ type ticket struct {
 	slot   *limit.Slot
 	// ctx is the trip's context: a trip whose client hung up is not recorded.
 	ctx context.Context
-	// record says that leave records the status with the breaker; left that it has.
+	// record says that leave records the status with the breaker; left that leave ran.
 	record bool
 	left   bool
 	// paced is how long the trip waited for its host's pace: its wait for a slot is bounded
@@ -68,8 +68,10 @@ func enter(h *Handler, ctx context.Context, part, host, path string, upload bool
 			return nil, f
 		}
 	}
-	if way == 0 {
-		// The common case, written out: a foreground slot free at once.
+	if way&wayBackground == 0 {
+		// The common case, written out: a foreground slot free at once. Take's one call, where
+		// takeSlot's way to the same free slot is four (docs/yaegi.md); what it refuses, such
+		// as a slot free while others queue, WaitAfter still decides.
 		if t.slot = limit.Take(h.e.limiter, part, host, upload); t.slot != nil {
 			return t, nil
 		}
@@ -103,11 +105,17 @@ func takeSlot(h *Handler, t *ticket, ctx context.Context, part, host string, upl
 
 // leave ends t's passage: the slot goes back, and when t records, the answer goes to the
 // breaker: its status, how long the trip took and its header (for Retry-After); a status of
-// 0 (the trip panicked, or ended without an answer) gives the permit back unrecorded. Only the first leave counts, so a caller defers leave(..., 0) against a panic
-// in the next handler and leaves with the status once it has it. Its body is small, and the
+// 0 (the trip panicked, or ended without an answer) gives the permit back unrecorded. Only
+// the first leave counts, so a caller defers leave(..., 0) against a panic in the next
+// handler and leaves with the status once it has it: the deferred one then returns at once,
+// without the slot's second Return, its calls and its lock. Its body is small, and the
 // breaker's part a function of its own: a pass-through request leaves on every answer, and
 // in Yaegi a call pays for every value of its callee's whole body (docs/yaegi.md).
 func leave(h *Handler, t *ticket, status int, took time.Duration, header http.Header) {
+	if t.left {
+		return
+	}
+	t.left = true
 	limit.Return(t.slot)
 	if t.record {
 		recordOutcome(h, t, status, took, header)

@@ -24,39 +24,83 @@ var reasonCircuitOpen = &reason{name: "circuit-open", status: http.StatusService
 func init() { registerReasons(reasonCircuitOpen) }
 
 // askBreaker is enter's question to host's breaker, in a function of its own so that a
-// request meeting closed breakers pays none of its frame slots (docs/yaegi.md).
+// request meeting closed breakers pays none of its frame slots (docs/yaegi.md). The breaker
+// is found as breakerOf finds it, written out, and with host taken as the key under the
+// host scope: enter's host is canonical already, and hostkey.Canonical of a canonical host
+// is the host (breaker.ScopeKey). What a refused request or a probe needs is in functions
+// of their own, for the same reason.
 func askBreaker(h *Handler, t *ticket, host, path string) *refusal {
 	now := h.s.Now()
-	b := breakerOf(h.e, host, path, now)
+	e := h.e
+	b := e.breaker
+	if b == nil {
+		key := host
+		switch e.breakerScope {
+		case "host", "":
+		default:
+			key = breaker.ScopeKey(e.breakerScope, host)
+		}
+		if e.breakerPaths != nil {
+			key = breaker.PathKey(key, e.breakerPaths, path)
+		}
+		b = breaker.Of(e.breakers, key, now)
+	}
 	if h.mem == nil {
 		h.observeShared(b.Key(), now)
 	}
 	t.b = b
-	t.permit = b.Allow(now)
+	t.permit = breaker.AllowAt(b, now)
 	if !t.permit.Allowed {
-		// The 503 names the breaker, so that an operator sees which scope or path refused.
-		return &refusal{why: reasonCircuitOpen, retryAfter: t.permit.RetryAfter, param: "; key=" + sfKey(scopeLabel(b.Key())), scope: b.Key()}
+		return circuitOpen(t)
 	}
 	if t.permit.Probe {
-		t.record = true
-		e := h.e
-		e.events.current().Emit(events.BreakerHalfOpen, events.Str("scope", scopeLabel(b.Key())))
+		probeOut(h, t)
 	}
 	return nil
 }
 
-// recordOutcome tells t's breaker how its trip ended, once.
+// circuitOpen is the refusal of a request whose breaker, t's, did not let it through.
+func circuitOpen(t *ticket) *refusal {
+	// The 503 names the breaker, so that an operator sees which scope or path refused.
+	return &refusal{why: reasonCircuitOpen, retryAfter: t.permit.RetryAfter, param: "; key=" + sfKey(scopeLabel(t.b.Key())), scope: t.b.Key()}
+}
+
+// probeOut records the outcome of t, which carries its half-open breaker's probe, and tells
+// of the probe.
+func probeOut(h *Handler, t *ticket) {
+	t.record = true
+	h.e.events.current().Emit(events.BreakerHalfOpen, events.Str("scope", scopeLabel(t.b.Key())))
+}
+
+// recordOutcome tells t's breaker how its trip ended; leave calls it once. Written for the
+// common answer, a success in time: what only a status that may be a failure, or a slow call
+// under breaker.slowCall, goes on to is recordSuspect's, whose values would otherwise take
+// frame slots in every call (docs/yaegi.md); and the fleet's wake-up is one atomic load
+// while its loop is awake.
 func recordOutcome(h *Handler, t *ticket, status int, took time.Duration, header http.Header) {
-	if t.left {
-		return
-	}
-	t.left = true
 	now := h.s.Now()
 	if status == 0 || t.ctx.Err() == context.Canceled {
 		// A client that hung up is neither a success nor a failure of the origin.
 		t.b.Release(t.permit, now)
 		return
 	}
+	// Every status originFailed counts is 429 or above.
+	if status >= 429 || h.s.Breaker.SlowCall > 0 {
+		recordSuspect(h, t, status, took, header, now)
+	} else if change := breaker.RecordAt(t.b, t.permit, status, false, took, 0, now); change != breaker.Unchanged {
+		breakerChanged(h.e, t.b, change, now)
+	}
+	// The fleet's counts hold it from now: a loop asleep shares them (fleet_control.go).
+	// wakeFleet written out: it runs on every result.
+	if bs := h.e.breakerSync; bs != nil && bs.fleet != nil && atomic.LoadInt32(&bs.fleet.asleep) == 1 {
+		bs.fleet.wake()
+	}
+}
+
+// recordSuspect is recordOutcome for a status of 429 or above, or with breaker.slowCall:
+// whether the origin failed, what the pass-through sampler learns of it, and the origin's
+// Retry-After, with the result.
+func recordSuspect(h *Handler, t *ticket, status int, took time.Duration, header http.Header, now time.Time) {
 	failed := originFailed(h, status)
 	suspectAfter(h, failed, took, now)
 	var wait time.Duration
@@ -64,11 +108,9 @@ func recordOutcome(h *Handler, t *ticket, status int, took time.Duration, header
 		// The origin says when to come back: the breaker obeys (RFC 9110 section 10.2.3).
 		wait = httpcache.RetryAfter(header["Retry-After"], now)
 	}
-	if change := t.b.RecordCall(t.permit, status, failed, took, wait, now); change != breaker.Unchanged {
+	if change := breaker.RecordAt(t.b, t.permit, status, failed, took, wait, now); change != breaker.Unchanged {
 		breakerChanged(h.e, t.b, change, now)
 	}
-	// The fleet's counts hold it from now: a loop asleep shares them (fleet_control.go).
-	wakeFleet(h.e)
 }
 
 // originFailed tells whether an origin answer of status counts as a failure for the breaker: a
@@ -188,7 +230,7 @@ func breakerOf(e *engine, host, path string, now time.Time) *breaker.Breaker {
 	if e.breakerPaths != nil {
 		key = breaker.PathKey(key, e.breakerPaths, path)
 	}
-	return e.breakers.Get(key, now)
+	return breaker.Of(e.breakers, key, now)
 }
 
 // breakerOpen tells whether host's upstream's breaker holds fetches back now: open, or half

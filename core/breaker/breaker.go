@@ -109,7 +109,7 @@ type Breaker struct {
 	// 64-bit atomic is aligned on 32-bit platforms too.
 	quiet uint64
 	// slowCall is s.SlowCall in nanoseconds, which an override may change (setOverride):
-	// written with mu held and atomically, read without mu by RecordCall, which must know
+	// written with mu held and atomically, read without mu by recordResult, which must know
 	// whether a result was slow before it takes mu (to draw Rand outside it).
 	slowCall int64
 
@@ -220,12 +220,26 @@ func QuietPermit(gen uint64) Permit {
 //
 // On a closed breaker Allow takes one lock and allocates nothing.
 func (b *Breaker) Allow(now time.Time) Permit {
+	return AllowAt(b, now)
+}
+
+// AllowAt is b.Allow(now) as a function: it runs before every origin fetch, and in Yaegi a
+// method call costs several times a function call (docs/yaegi.md). The closed breaker's
+// answer is all its body; a tripped one's is allowTripped's, whose values would otherwise
+// take frame slots in every call.
+func AllowAt(b *Breaker, now time.Time) Permit {
 	b.mu.Lock()
 	if !b.tripped {
 		gen := b.gen
 		b.mu.Unlock()
 		return Permit{Allowed: true, gen: gen}
 	}
+	return allowTripped(b, now)
+}
+
+// allowTripped is Allow for a tripped breaker: open, or half-open. b.mu must be held; it
+// unlocks it.
+func allowTripped(b *Breaker, now time.Time) Permit {
 	if now.Before(b.openUntil) {
 		wait := b.openUntil.Sub(now)
 		b.mu.Unlock()
@@ -252,7 +266,7 @@ func (b *Breaker) Allow(now time.Time) Permit {
 // Record is RecordCall for a result whose duration and Retry-After do not matter: no call is
 // slow, and no failure names the origin's wait.
 func (b *Breaker) Record(p Permit, status int, failed bool, now time.Time) int {
-	return b.RecordCall(p, status, failed, 0, 0, now)
+	return RecordAt(b, p, status, failed, 0, 0, now)
 }
 
 // RecordCall counts the result of a fetch that p allowed: failed says the origin failed by
@@ -280,9 +294,42 @@ func (b *Breaker) Record(p Permit, status int, failed bool, now time.Time) int {
 // fetch, and in Yaegi an argument costs less than another method call; the probe's rule
 // lives in recordProbe, so that its values take no frame slots in the common call.
 func (b *Breaker) RecordCall(p Permit, status int, failed bool, took, retryAfter time.Duration, now time.Time) int {
+	return RecordAt(b, p, status, failed, took, retryAfter, now)
+}
+
+// RecordAt is b.RecordCall as a function, for the same reason as AllowAt. Its body is the
+// common result alone, a success in time of a permit that is no probe: counted in the
+// window, or under ConsecutiveFailures ending the run. Every other result is recordResult's,
+// whose values would otherwise take frame slots in every call.
+func RecordAt(b *Breaker, p Permit, status int, failed bool, took, retryAfter time.Duration, now time.Time) int {
 	if !p.Allowed {
 		return Unchanged
 	}
+	if failed || p.Probe {
+		return recordResult(b, p, status, failed, took, retryAfter, now)
+	}
+	b.mu.Lock()
+	// SlowCall read under the lock, where it is written: one call into compiled code fewer
+	// than the atomic load of recordResult, which must know before it locks.
+	if sc := b.s.SlowCall; sc > 0 && took > sc {
+		b.mu.Unlock()
+		return recordResult(b, p, status, failed, took, retryAfter, now)
+	}
+	// What recordResult does with such a result: nothing when it is late or the breaker
+	// tripped; otherwise a count.
+	if p.gen == b.gen && !b.tripped {
+		if b.s.ConsecutiveFailures > 0 {
+			countRun(b, false)
+		} else {
+			addResult(&b.win, now, false, false)
+		}
+	}
+	b.mu.Unlock()
+	return Unchanged
+}
+
+// recordResult is RecordCall for a failure, a slow call or a probe's result.
+func recordResult(b *Breaker, p Permit, status int, failed bool, took, retryAfter time.Duration, now time.Time) int {
 	sc := time.Duration(atomic.LoadInt64(&b.slowCall))
 	slow := sc > 0 && took > sc
 	// Drawn before the lock: Rand is injected code and runs outside it.

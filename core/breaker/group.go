@@ -44,6 +44,10 @@ type Group struct {
 	recent *list.List
 	// pinned counts the nodes of declared or overridden keys, which the list does not hold.
 	pinned int
+	// front is the node known to be at the front of the recency list, or nil: a Get of the
+	// key just used, as a flood of misses on one host asks, moves nothing. Every push sets
+	// it and every unlink of it clears it.
+	front *node
 }
 
 // NewGroup returns an empty group whose breakers use s, or an error naming the first invalid
@@ -57,17 +61,23 @@ func NewGroup(s Settings) (*Group, error) {
 
 // Get returns the breaker for key, making a closed one if there is none.
 func (g *Group) Get(key string, now time.Time) *Breaker {
+	return Of(g, key, now)
+}
+
+// Of is g.Get(key, now) as a function: it runs before every origin fetch, and in Yaegi a
+// method call costs several times a function call (docs/yaegi.md); so is the move to the
+// front of the recency list, a call into compiled code, which the key at the front already
+// skips.
+func Of(g *Group, key string, now time.Time) *Breaker {
 	g.mu.Lock()
 	n := g.nodes[key]
-	if n != nil {
-		// A pinned node, out of the list, stays out; one already at the front stays there.
-		if n.elem != nil {
-			g.recent.MoveToFront(n.elem)
-		}
-		g.mu.Unlock()
-		return n.b
+	if n == nil {
+		n = addRecent(g, key, now)
+	} else if n != g.front && n.elem != nil {
+		// A pinned node, out of the list, stays out.
+		g.recent.MoveToFront(n.elem)
+		g.front = n
 	}
-	n = addRecent(g, key, now)
 	g.mu.Unlock()
 	return n.b
 }
@@ -130,7 +140,7 @@ func (g *Group) Observe(key string, openUntil, now time.Time) bool {
 	if !openUntil.After(now) {
 		return false
 	}
-	return g.Get(key, now).Observe(openUntil, now)
+	return Of(g, key, now).Observe(openUntil, now)
 }
 
 // Defaults returns the settings every key of the group has unless overridden, with the
@@ -185,10 +195,14 @@ func (g *Group) evict(now time.Time) {
 // pushFront makes n, not in the list, the most recently used. g.mu must be held.
 func (g *Group) pushFront(n *node) {
 	n.elem = g.recent.PushFront(n)
+	g.front = n
 }
 
 // unlink takes n out of the recency list. g.mu must be held.
 func (g *Group) unlink(n *node) {
 	g.recent.Remove(n.elem)
 	n.elem = nil
+	if g.front == n {
+		g.front = nil
+	}
 }

@@ -290,6 +290,29 @@ func TestGroupEvictionOrder(t *testing.T) {
 	}
 }
 
+// TestGroupFrontKeyStays: a Get of the key at the front moves nothing, and a front key
+// pinned and put back leaves the order right.
+func TestGroupFrontKeyStays(t *testing.T) {
+	g := newTestGroup(t, Settings{MaxBreakers: 3})
+	for _, k := range []string{"a", "b", "c", "c"} {
+		g.Get(k, t0)
+	}
+	// c, the front key, pinned: b, a in the list.
+	if err := g.Declare("c"); err != nil {
+		t.Fatalf("Declare(c) = %v", err)
+	}
+	g.Get("b", t0)
+	g.RemoveOverride("c") // c, b, a
+	g.Get("c", t0)
+	g.Get("a", t0) // a, c, b
+	g.Get("a", t0)
+	g.Get("x", t0)
+	wantKeys(t, g, "a", "c", "x")
+	if b := g.Get("x", t0); Of(g, "x", t0) != b {
+		t.Errorf("Of and Get found different breakers for one key")
+	}
+}
+
 // groupKeys returns n keys and a group holding a breaker for each, made in order.
 func groupKeys(b *testing.B, n int, s Settings) (*Group, []string) {
 	s.Rand = fixedRand(0.5)
