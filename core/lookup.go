@@ -208,14 +208,17 @@ func sharedGet(h *Handler, ctx context.Context, key string, now time.Time) *stor
 // put stores ent, answering req, under key, with a variant index in front of it when the
 // answer varies. It reports whether the entry was stored.
 func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
-	if h.mem != nil && len(ent.Vary) == 0 {
-		// Process memory reads no context and never blocks: no timer to bound it (a
-		// compiled context.WithTimeout and a deferred cancel under Yaegi), and functions
-		// rather than the methods putIn calls through the Store interface.
-		entry.MakeHot(ent)
+	if h.mem == nil {
+		return putIn(h, h.e.store, key, req, ent, nil)
+	}
+	// Process memory reads no context and never blocks: no timer to bound it (a compiled
+	// context.WithTimeout and a deferred cancel under Yaegi), and, for an answer that does
+	// not vary, functions rather than the methods putIn calls through the Store interface.
+	entry.MakeHot(ent)
+	if len(ent.Vary) == 0 {
 		return store.Put(h.mem, key, ent, -1) == nil
 	}
-	return putIn(h, h.e.store, key, req, ent, nil)
+	return putVariant(h.mem, context.Background(), key, req, ent, nil)
 }
 
 // putIn is put into st: the engine's store, or, with secret set, the private cache's, whose
@@ -227,6 +230,12 @@ func putIn(h *Handler, st store.Store, key string, req *http.Request, ent *store
 	if len(ent.Vary) == 0 {
 		return st.Set(ctx, key, ent) == nil
 	}
+	return putVariant(st, ctx, key, req, ent, secret)
+}
+
+// putVariant is putIn for an answer that varies, prepared, with ctx for st's calls: a
+// variant index under key and ent under the variant key req selects.
+func putVariant(st store.Store, ctx context.Context, key string, req *http.Request, ent *store.Entry, secret []byte) bool {
 	// The index's Born names its generation: variants live under keys that carry it, so a
 	// purge or invalidation, which deletes the index, also orphans every variant stored
 	// before it. A new index takes a random nanosecond offset, so that one made in the same
