@@ -103,11 +103,11 @@ func cacheStatusOf(a *answer, now time.Time) string {
 // writeEntry is write for an answer with a stored entry (a.ent): it counts the answer, a
 // hit, a stale hit or a miss (outcomeOf's cases for an entry), and writes the entry with its
 // current Age (RFC 9111 section 5.1), or the 304 its client's validators ask for, or the
-// range its client asked for. The miss path's leader is answered here (deliver calls it
-// directly), so under Yaegi it makes the calls that write, outcomeOf, countAnswer and
-// cacheStatusOf would each cost a frame for in line, and copies the header from the
-// entry's prepared slices (Entry.Hot) rather than a step of a map iteration, a reflective
-// call, for each field.
+// range its client asked for. Every miss stored is answered here (deliver calls it
+// directly), and under Yaegi each call costs a frame: the counting and the Cache-Status
+// that outcomeOf, countAnswer and cacheStatusOf would each be called for are written out,
+// and the header is copied from the entry's prepared slices (Entry.Hot) rather than by
+// ranging over its map, a reflective step for each field.
 func writeEntry(h *Handler, w http.ResponseWriter, r *http.Request, a *answer) {
 	now := h.s.Now()
 	ent := a.ent
@@ -140,7 +140,7 @@ func writeEntry(h *Handler, w http.ResponseWriter, r *http.Request, a *answer) {
 			hdr[k] = values[i]
 		}
 	} else {
-		// Not prepared: an answer shared but not stored.
+		// Not prepared: an answer shared with its flight but not stored.
 		for k, v := range ent.Header {
 			hdr[k] = v
 		}
