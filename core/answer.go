@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/httpcache"
@@ -53,21 +54,17 @@ type answer struct {
 
 // write writes a.
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, a *answer) {
+	if a.ent != nil {
+		writeEntry(h, w, r, a)
+		return
+	}
 	now := h.s.Now()
 	if o := outcomeOf(a, now); o >= 0 {
 		countAnswer(h, r, o)
-		if o == outcomeStale {
-			countStale(h.e, a.detail)
-			noteStale(h, r)
-		}
 	}
 	hdr := w.Header()
 	if a.retryAfter > 0 {
 		hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(a.retryAfter), 10)}
-	}
-	if a.ent != nil {
-		writeEntry(w, r, a, now)
-		return
 	}
 	if a.header != nil {
 		writeHeld(w, a)
@@ -103,30 +100,68 @@ func cacheStatusOf(a *answer, now time.Time) string {
 	return cs
 }
 
-// writeEntry writes a stored answer with its current Age (RFC 9111 section 5.1), or the 304
-// its client's validators ask for, or the range its client asked for.
-func writeEntry(w http.ResponseWriter, r *http.Request, a *answer, now time.Time) {
+// writeEntry is write for an answer with a stored entry (a.ent): it counts the answer, a
+// hit, a stale hit or a miss (outcomeOf's cases for an entry), and writes the entry with its
+// current Age (RFC 9111 section 5.1), or the 304 its client's validators ask for, or the
+// range its client asked for. Every miss stored is answered here (deliver calls it
+// directly), and under Yaegi each call costs a frame: the counting and the Cache-Status
+// that outcomeOf, countAnswer and cacheStatusOf would each be called for are written out,
+// and the header is copied from the entry's prepared slices (Entry.Hot) rather than by
+// ranging over its map, a reflective step for each field.
+func writeEntry(h *Handler, w http.ResponseWriter, r *http.Request, a *answer) {
+	now := h.s.Now()
 	ent := a.ent
+	o := outcomeMiss
+	cs := a.cache
+	if a.hit {
+		o = outcomeHit
+		if !now.Before(ent.FreshUntil) {
+			o = outcomeStale
+		}
+		cs = statusHit + strconv.FormatInt(ttlSeconds(ent, now), 10)
+	}
+	if atomic.AddInt64(&h.e.metrics.outcomes[o].N, 1)%consoleSample == 0 {
+		sampleAnswer(h, r, o)
+	}
+	if o == outcomeStale {
+		countStale(h.e, a.detail)
+		noteStale(h, r)
+	}
+	if a.detail != "" {
+		cs = withDetail(cs, a.detail)
+	}
 	hdr := w.Header()
-	for k, v := range ent.Header {
-		hdr[k] = v
+	if a.retryAfter > 0 {
+		hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(a.retryAfter), 10)}
+	}
+	if names := ent.Hot.Names; names != nil {
+		values := ent.Hot.Values
+		for i, k := range names {
+			hdr[k] = values[i]
+		}
+	} else {
+		// Not prepared: an answer shared with its flight but not stored.
+		for k, v := range ent.Header {
+			hdr[k] = v
+		}
 	}
 	age := int64(now.Sub(ent.Born) / time.Second)
 	if age < 0 {
 		age = 0
 	}
 	hdr["Age"] = []string{strconv.FormatInt(age, 10)}
-	hdr["Cache-Status"] = []string{cacheStatusOf(a, now)}
-	if (len(r.Header["If-None-Match"]) > 0 || len(r.Header["If-Modified-Since"]) > 0) && httpcache.NotModified(r, ent) {
+	hdr["Cache-Status"] = []string{cs}
+	rh := r.Header
+	if (len(rh["If-None-Match"]) > 0 || len(rh["If-Modified-Since"]) > 0) && httpcache.NotModified(r, ent) {
 		httpcache.DropForNotModified(hdr)
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if len(r.Header["Range"]) > 0 && httpcache.ServeRange(w, r, ent) {
+	if len(rh["Range"]) > 0 && httpcache.ServeRange(w, r, ent) {
 		return
 	}
 	w.WriteHeader(ent.Status)
-	if r.Method != http.MethodHead {
+	if r.Method != "HEAD" {
 		w.Write(ent.Body)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weirproxy/weir/core/entry"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/metrics"
 	"github.com/weirproxy/weir/core/missrate"
@@ -161,23 +162,29 @@ func (h *Handler) followIndex(r *http.Request, key string, ent *store.Entry, now
 // get reads one key. A store that fails or is slow reads as a miss (FR-STF-1): the miss
 // still goes through coalescing and every origin protection.
 func (h *Handler) get(ctx context.Context, key string, now time.Time) *store.Entry {
-	var ent *store.Entry
 	if h.mem != nil {
-		ent = store.Lookup(h.mem, key)
-	} else if h.shared != nil {
-		return sharedGet(h, ctx, key, h.s.Now())
-	} else {
-		ctx, cancel := context.WithTimeout(ctx, h.s.StoreTimeout)
-		began := h.s.Now()
-		e, err := h.e.store.Get(ctx, key)
-		cancel()
-		metrics.ObserveDuration(h.e.metrics.store, h.s.Now().Sub(began))
-		if err != nil {
+		ent := store.Lookup(h.mem, key)
+		if ent == nil || now.After(ent.KeepUntil) {
 			return nil
 		}
-		ent = e
+		return ent
 	}
-	if ent == nil || now.After(ent.KeepUntil) {
+	if h.shared != nil {
+		return sharedGet(h, ctx, key, h.s.Now())
+	}
+	return getTimed(h, ctx, key, now)
+}
+
+// getTimed is get from a store neither in process memory nor shared (one of the tests'),
+// bounded by timeouts.store. A function of its own, so that the reads from the other
+// stores pay none of its frame under Yaegi.
+func getTimed(h *Handler, ctx context.Context, key string, now time.Time) *store.Entry {
+	tctx, cancel := context.WithTimeout(ctx, h.s.StoreTimeout)
+	began := h.s.Now()
+	ent, err := h.e.store.Get(tctx, key)
+	cancel()
+	metrics.ObserveDuration(h.e.metrics.store, h.s.Now().Sub(began))
+	if err != nil || ent == nil || now.After(ent.KeepUntil) {
 		return nil
 	}
 	return ent
@@ -200,18 +207,34 @@ func sharedGet(h *Handler, ctx context.Context, key string, now time.Time) *stor
 // put stores ent, answering req, under key, with a variant index in front of it when the
 // answer varies. It reports whether the entry was stored.
 func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
-	return putIn(h, h.e.store, key, req, ent, nil)
+	if h.mem == nil {
+		return putIn(h, h.e.store, key, req, ent, nil)
+	}
+	// Process memory reads no context and never blocks: no timer to bound it (a compiled
+	// context.WithTimeout and a deferred cancel under Yaegi), and, for an answer that does
+	// not vary, functions rather than the methods putIn calls through the Store interface.
+	entry.MakeHot(ent)
+	if len(ent.Vary) == 0 {
+		return store.Put(h.mem, key, ent, -1) == nil
+	}
+	return putVariant(h.mem, context.Background(), key, req, ent, nil)
 }
 
 // putIn is put into st: the engine's store, or, with secret set, the private cache's, whose
 // variant keys hold an HMAC of the varied fields (privateVariantKey).
 func putIn(h *Handler, st store.Store, key string, req *http.Request, ent *store.Entry, secret []byte) bool {
-	ent.Prepare()
+	entry.MakeHot(ent)
 	ctx, cancel := context.WithTimeout(context.Background(), h.s.StoreTimeout)
 	defer cancel()
 	if len(ent.Vary) == 0 {
 		return st.Set(ctx, key, ent) == nil
 	}
+	return putVariant(st, ctx, key, req, ent, secret)
+}
+
+// putVariant is putIn for an answer that varies, prepared, with ctx for st's calls: a
+// variant index under key and ent under the variant key req selects.
+func putVariant(st store.Store, ctx context.Context, key string, req *http.Request, ent *store.Entry, secret []byte) bool {
 	// The index's Born names its generation: variants live under keys that carry it, so a
 	// purge or invalidation, which deletes the index, also orphans every variant stored
 	// before it. A new index takes a random nanosecond offset, so that one made in the same

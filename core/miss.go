@@ -366,7 +366,6 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 
 // deliver writes a flight's result to one waiter.
 func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResult, stale *store.Entry, cacheStatus string, follower bool) {
-	now := h.s.Now()
 	switch {
 	case res.truncated:
 		// RFC 9112 section 8: a body that ended short is no answer; stale if allowed, else
@@ -377,7 +376,7 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 	case res.originError:
 		// FR-COA-5: each waiter serves stale from its own lookup if stale-if-error allows it,
 		// otherwise the error; nobody retries.
-		if stale != nil && now.Before(stale.StaleIfErrorUntil) {
+		if stale != nil && h.s.Now().Before(stale.StaleIfErrorUntil) {
 			h.write(w, r, &answer{ent: stale, hit: true, detail: staleOriginError})
 			return
 		}
@@ -389,11 +388,13 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResu
 		if res.revalidated {
 			cacheStatus += "; fwd-status=304"
 		}
+		a := &answer{ent: res.entry, cache: cacheStatus}
 		if res.unstoredPath {
-			h.write(w, r, &answer{ent: res.entry, cache: cacheStatus, detail: reasonUnstoredPath})
-			return
+			a.detail = reasonUnstoredPath
 		}
-		h.write(w, r, &answer{ent: res.entry, cache: cacheStatus})
+		// writeEntry, not write, which would only hand the answer on: under Yaegi the
+		// method's call costs a frame and a reflective wrapper on every miss.
+		writeEntry(h, w, r, a)
 	case res.declined && !follower:
 		// The leader asked for a range of an answer Weir could not hold: it asks the
 		// origin for its range itself rather than wait for the whole answer.

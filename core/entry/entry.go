@@ -108,14 +108,25 @@ type Hot struct {
 // Prepare fills e.Hot from e's other fields. Call it before handing e to a Store: stores
 // serve entries as they were given (Decode prepares what it decodes).
 func (e *Entry) Prepare() {
-	e.Hot.BornNano = e.Born.UnixNano()
-	e.Hot.FreshNano = e.FreshUntil.UnixNano()
-	e.Hot.KeepNano = e.KeepUntil.UnixNano()
-	e.Hot.Names = make([]string, 0, len(e.Header))
-	e.Hot.Values = make([][]string, 0, len(e.Header))
-	for k, v := range e.Header {
-		e.Hot.Names = append(e.Hot.Names, k)
-		e.Hot.Values = append(e.Hot.Values, v)
+	MakeHot(e)
+}
+
+// MakeHot is e.Prepare as a function, for the engine's miss path: under Yaegi a method call
+// goes through a reflective wrapper that a function call does not. The header is copied
+// into slices made at their length, an index assignment a field rather than an append.
+func MakeHot(e *Entry) {
+	h := e.Header
+	names := make([]string, len(h))
+	values := make([][]string, len(h))
+	i := 0
+	for k, v := range h {
+		names[i] = k
+		values[i] = v
+		i++
+	}
+	e.Hot = Hot{
+		BornNano: e.Born.UnixNano(), FreshNano: e.FreshUntil.UnixNano(), KeepNano: e.KeepUntil.UnixNano(),
+		Names: names, Values: values,
 	}
 }
 
@@ -145,26 +156,26 @@ const (
 // that the entry shares with another are counted in both; none of the engine's entries share
 // any.
 func (e *Entry) Size() int {
+	return SizeOf(e)
+}
+
+// SizeOf is e.Size as a function, for the memory store's Set: under Yaegi a method call goes
+// through a reflective wrapper that a function call does not.
+func SizeOf(e *Entry) int {
 	body := cap(e.Body)
 	if e.BodyPrefix > 0 {
-		// The decoder's whole input, allocated at its exact length (as redigo reads a reply), in
-		// its size class: pages of 8 KiB above 32 KiB.
-		body += e.BodyPrefix
-		if body > 32<<10 {
-			body = (body + 8191) &^ 8191
-		} else {
-			body = (body + body>>3 + 15) &^ 15
-		}
+		body = decodedBodySize(body, e.BodyPrefix)
 	}
 	n := entryStruct + body
-	if e.Header != nil {
+	h := e.Header
+	if h != nil {
 		slots := minMapSlots
-		for slots*4 < len(e.Header)*slotsPerFour {
+		for slots*4 < len(h)*slotsPerFour {
 			slots *= 2
 		}
 		n += mapHeader + slots*headerSlot
 	}
-	for k, vs := range e.Header {
+	for k, vs := range h {
 		n += (len(k) + len(k)>>3 + 15) &^ 15
 		// Arrays of up to 8 strings fill their size class exactly.
 		n += cap(vs) * stringHeader
@@ -174,12 +185,33 @@ func (e *Entry) Size() int {
 	}
 	hot := cap(e.Hot.Names)*stringHeader + cap(e.Hot.Values)*sliceHeader
 	n += (hot + hot>>3 + 15) &^ 15
-	n += cap(e.Vary) * stringHeader
-	for _, v := range e.Vary {
-		n += (len(v) + len(v)>>3 + 15) &^ 15
+	if e.Vary != nil {
+		n += varySize(e.Vary)
 	}
 	if len(e.Tags) > 0 {
 		n += tagsSize(e.Tags)
+	}
+	return n
+}
+
+// decodedBodySize is what a decoded entry's body of capacity body keeps alive with the
+// prefix bytes of the decoder's input in front of it: that whole input, allocated at its
+// exact length (as redigo reads a reply), in its size class: pages of 8 KiB above 32 KiB.
+// Out of line, as varySize and tagsSize: under Yaegi every call of Size would otherwise pay
+// for the locals of what few entries have.
+func decodedBodySize(body, prefix int) int {
+	body += prefix
+	if body > 32<<10 {
+		return (body + 8191) &^ 8191
+	}
+	return (body + body>>3 + 15) &^ 15
+}
+
+// varySize is what an entry's Vary names take: their array and each name's bytes.
+func varySize(vary []string) int {
+	n := cap(vary) * stringHeader
+	for _, v := range vary {
+		n += (len(v) + len(v)>>3 + 15) &^ 15
 	}
 	return n
 }

@@ -136,18 +136,31 @@ type Policy struct {
 // to store (hop-by-hop fields and the fields meant for Weir alone removed), for an answer
 // that varies, its Vary names, and the answer's tags (Tags). The entry is not prepared for
 // the hit path (Entry.Prepare).
+//
+// It runs on every miss stored. Under Yaegi each call (an interpreted function, a compiled
+// method such as Header.Get or time.Time's) costs its frame or a reflective call, so the
+// fields are read from the map as sent and parsed only when present (Date, Age, Vary, the
+// tags), the stale windows are written out rather than called, and the entry is made with
+// one composite literal.
 func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives, reqTime, respTime time.Time) *entry.Entry {
 	date := respTime
-	if d, err := http.ParseTime(h.Get("Date")); err == nil {
-		date = d
-	}
-	apparent := respTime.Sub(date)
-	if apparent < 0 {
-		apparent = 0
+	var apparent time.Duration
+	if d := h["Date"]; len(d) > 0 {
+		if t, err := http.ParseTime(d[0]); err == nil {
+			date = t
+			apparent = respTime.Sub(date)
+			if apparent < 0 {
+				apparent = 0
+			}
+		}
 	}
 	corrected := respTime.Sub(reqTime)
-	age, ageOK := parseAge(h["Age"])
-	corrected += time.Duration(age) * time.Second
+	ageOK := true
+	if a := h["Age"]; len(a) > 0 {
+		age, ok := parseAge(a)
+		corrected += time.Duration(age) * time.Second
+		ageOK = ok
+	}
 	initial := apparent
 	if corrected > initial {
 		initial = corrected
@@ -164,59 +177,72 @@ func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives,
 		lifetime = time.Duration(cc.MaxAge) * time.Second
 	case len(h["Expires"]) > 0 && !cc.Targeted:
 		// An invalid Expires, such as "0", means already expired (RFC 9111 section 5.3).
-		if exp, err := http.ParseTime(h.Get("Expires")); err == nil && exp.After(date) {
+		if exp, err := http.ParseTime(h["Expires"][0]); err == nil && exp.After(date) {
 			lifetime = exp.Sub(date)
 		}
 	case heuristicStatus[status]:
 		lifetime = p.DefaultTTL
 	}
 
-	e := &entry.Entry{
-		Status: status,
-		Header: storedHeader(h, body),
-		Body:   body,
-		Born:   born,
-	}
-	e.FreshUntil = born.Add(lifetime)
-	e.KeepUntil = e.FreshUntil
+	fresh := born.Add(lifetime)
+	keep := fresh
+	var swrUntil, sieUntil time.Time
 	// must-revalidate, proxy-revalidate, s-maxage and no-cache forbid serving stale
-	// (RFC 9111 sections 5.2.2.2, 5.2.2.8, 5.2.2.10; RFC 5861 section 1).
-	mayServeStale := !cc.MustRevalidate && !cc.ProxyRevalidate && !cc.NoCache && cc.SMaxAge < 0
-	if mayServeStale {
-		// Kept past freshness for as long as a window may need it.
-		if swr := staleWindow(cc.StaleWhileRevalidate, p.StaleWhileRevalidate); swr > 0 {
-			e.StaleWhileRevalidateUntil = e.FreshUntil.Add(swr)
-			e.KeepUntil = later(e.KeepUntil, e.StaleWhileRevalidateUntil)
+	// (RFC 9111 sections 5.2.2.2, 5.2.2.8, 5.2.2.10; RFC 5861 section 1). Each window is the
+	// origin's directive in seconds when it sent one (-1: none), else the operator's; the
+	// entry is kept past freshness for as long as a window may need it.
+	if !cc.MustRevalidate && !cc.ProxyRevalidate && !cc.NoCache && cc.SMaxAge < 0 {
+		swr := p.StaleWhileRevalidate
+		if cc.StaleWhileRevalidate >= 0 {
+			swr = time.Duration(cc.StaleWhileRevalidate) * time.Second
 		}
-		if sie := staleWindow(cc.StaleIfError, p.StaleIfError); sie > 0 {
-			e.StaleIfErrorUntil = e.FreshUntil.Add(sie)
-			e.KeepUntil = later(e.KeepUntil, e.StaleIfErrorUntil)
+		if swr > 0 {
+			swrUntil = fresh.Add(swr)
+			if swrUntil.After(keep) {
+				keep = swrUntil
+			}
+		}
+		sie := p.StaleIfError
+		if cc.StaleIfError >= 0 {
+			sie = time.Duration(cc.StaleIfError) * time.Second
+		}
+		if sie > 0 {
+			sieUntil = fresh.Add(sie)
+			if sieUntil.After(keep) {
+				keep = sieUntil
+			}
 		}
 	}
 	if len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0 {
-		grace := lifetime
-		if grace < minRevalidateGrace {
-			grace = minRevalidateGrace
-		}
-		if grace > maxRevalidateGrace {
-			grace = maxRevalidateGrace
-		}
-		e.KeepUntil = later(e.KeepUntil, e.FreshUntil.Add(grace))
+		keep = revalidateKeep(keep, fresh, lifetime)
 	}
-	if names, _ := parseVary(h["Vary"]); len(names) > 0 {
-		e.Vary = names
+	var vary, tags []string
+	if v := h["Vary"]; len(v) > 0 {
+		names, _ := parseVary(v)
+		vary = names
 	}
-	e.Tags = Tags(h)
-	return e
+	if len(h[FieldSurrogateKey]) > 0 || len(h[FieldCacheTag]) > 0 {
+		tags = Tags(h)
+	}
+	return &entry.Entry{
+		Status: status, Header: storedHeader(h, body), Body: body,
+		Born: born, FreshUntil: fresh, StaleWhileRevalidateUntil: swrUntil, StaleIfErrorUntil: sieUntil,
+		KeepUntil: keep, Vary: vary, Tags: tags,
+	}
 }
 
-// staleWindow is a stale window: the origin's directive in seconds when it sent one
-// (-1: none), else the operator's.
-func staleWindow(seconds int64, policy time.Duration) time.Duration {
-	if seconds >= 0 {
-		return time.Duration(seconds) * time.Second
+// revalidateKeep is keep, the end of an entry fresh until fresh for lifetime, lengthened
+// for an answer with a validator: kept past its freshness, within bounds, only to be
+// revalidated with a conditional request.
+func revalidateKeep(keep, fresh time.Time, lifetime time.Duration) time.Time {
+	grace := lifetime
+	if grace < minRevalidateGrace {
+		grace = minRevalidateGrace
 	}
-	return policy
+	if grace > maxRevalidateGrace {
+		grace = maxRevalidateGrace
+	}
+	return later(keep, fresh.Add(grace))
 }
 
 // parseAge reads the Age field (RFC 9111 section 5.1): the leading digits of its first
@@ -270,11 +296,13 @@ func later(a, b time.Time) time.Time {
 // Header fields never stored: hop-by-hop fields (RFC 9110 section 7.6.1), Age, which is
 // recomputed on every answer from storage, Cache-Status, which Weir writes itself, and the
 // fields meant for Weir alone (WeirOnlyField), so that no answer from storage carries them
-// and the hit path has nothing to remove.
-var unstoredHeader = []string{
-	"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding",
-	"Upgrade", "Proxy-Authenticate", "Age", "Cache-Status",
-	FieldWeirCacheControl, FieldSurrogateControl, FieldWeirPurgeUser,
+// and the hit path has nothing to remove. A set: storedHeader skips them with one map read
+// for each field an answer has, rather than a delete for each of them.
+var unstoredHeader = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Proxy-Authenticate": true, "Age": true,
+	"Cache-Status": true, FieldWeirCacheControl: true, FieldSurrogateControl: true,
+	FieldWeirPurgeUser: true,
 }
 
 // storedHeader copies an answer's header for storage, with Content-Length set to the
@@ -282,10 +310,10 @@ var unstoredHeader = []string{
 func storedHeader(h http.Header, body []byte) http.Header {
 	out := make(http.Header, len(h)+1)
 	for k, v := range h {
+		if unstoredHeader[k] {
+			continue
+		}
 		out[k] = append([]string(nil), v...)
-	}
-	for _, k := range unstoredHeader {
-		delete(out, k)
 	}
 	out["Content-Length"] = []string{strconv.Itoa(len(body))}
 	return out

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"sync"
+
+	"github.com/weirproxy/weir/core/entry"
 )
 
 // Defaults for the memory store.
@@ -98,13 +100,14 @@ const itemHeap = 64 + 2*(stringHeader+8+1)
 const indexCost = mapHeader + minMapSlots*(stringHeader+1) + 2*(stringHeader+8+1)
 
 // itemCost is what an entry stored under key counts against the budget: the heap that
-// storing it holds (Entry.Size) and its memberships of the indexes.
-func itemCost(key string, e *Entry) int64 {
-	n := e.Size() + itemHeap + (len(key)+len(key)>>3+15)&^15
+// storing it holds (Entry.Size) and its memberships of the indexes. variant tells whether
+// key is a variant's (holds a NUL byte, httpcache.VariantKey): the caller has looked.
+func itemCost(key string, e *Entry, variant bool) int64 {
+	n := entry.SizeOf(e) + itemHeap + (len(key)+len(key)>>3+15)&^15
 	if len(e.Tags) > 0 {
 		n += len(e.Tags) * indexCost
 	}
-	if strings.IndexByte(key, 0) > 0 {
+	if variant {
 		n += indexCost
 	}
 	return int64(n)
@@ -150,7 +153,7 @@ func (m *Memory) Get(_ context.Context, key string) (*Entry, error) {
 
 // Set implements Store. It evicts least recently used entries until the new one fits.
 func (m *Memory) Set(_ context.Context, key string, e *Entry) error {
-	return set(m, key, e, -1)
+	return Put(m, key, e, -1)
 }
 
 // Epoch is how many times the store has been emptied at once (Clear, or PurgePrefix of
@@ -167,12 +170,16 @@ func (m *Memory) Epoch() int64 {
 // stores nothing and returns ErrEmptied. The check and the store are made under one lock,
 // so an entry is either stored before an emptying, which drops it, or refused after it.
 func (m *Memory) SetInEpoch(key string, e *Entry, epoch int64) error {
-	return set(m, key, e, epoch)
+	return Put(m, key, e, epoch)
 }
 
-// set is Set and, with epoch not negative, SetInEpoch.
-func set(m *Memory, key string, e *Entry, epoch int64) error {
-	size := itemCost(key, e)
+// Put is Set and, with epoch not negative, SetInEpoch: a function, for the engine's miss
+// path, which calls it directly rather than Set through the Store interface (under Yaegi a
+// method call goes through a reflective wrapper that a function call does not; Set reads
+// no context).
+func Put(m *Memory, key string, e *Entry, epoch int64) error {
+	variant := strings.IndexByte(key, 0) > 0
+	size := itemCost(key, e, variant)
 	// The per-entry limit is on the answer's body, as the engine and redisstore apply it;
 	// what the entry holds beside it counts against the budget, which it must fit alone.
 	if int64(len(e.Body)) > m.maxEntrySize || size > m.maxSize {
@@ -198,7 +205,7 @@ func set(m *Memory, key string, e *Entry, epoch int64) error {
 		m.items[key] = it
 		m.size += size
 	}
-	if len(e.Tags) > 0 || strings.IndexByte(key, 0) > 0 {
+	if len(e.Tags) > 0 || variant {
 		index(m, it, true)
 	}
 	for m.size > m.maxSize {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,9 @@ func memEntry(size int) *Entry {
 }
 
 // memCost is what an entry stored under key counts against the budget.
-func memCost(key string, e *Entry) int64 { return itemCost(key, e) }
+func memCost(key string, e *Entry) int64 {
+	return itemCost(key, e, strings.IndexByte(key, 0) > 0)
+}
 
 // wantKeys checks which keys m holds without counting the checks as uses, and that its list
 // links every item it holds.
