@@ -155,19 +155,6 @@ func throttled(h *Handler, w http.ResponseWriter, r *http.Request, c *flight.Cal
 	return true
 }
 
-// negativeHit answers r from the failure remembered for key, if one is in force at now
-// (FR-NEG-1), and reports whether it did. Out of miss's body, whose every call would
-// otherwise allocate its slots (docs/yaegi.md).
-func negativeHit(h *Handler, w http.ResponseWriter, r *http.Request, key string, now time.Time) bool {
-	ne, ok := h.e.neg.Lookup(key, now)
-	if !ok {
-		return false
-	}
-	missrate.Hit(h.missRate, httpcache.PartitionOf(key))
-	h.write(w, r, negativeAnswer(ne, now))
-	return true
-}
-
 // fetchSolo serves a request with credentials that found nothing stored, or one whose
 // answer may not be stored: it neither waits on nor leads a shared fetch (FR-COA-8); stale
 // is what storage holds for it, to revalidate and to serve where stale-if-error allows. A

@@ -6,8 +6,22 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/httpcache"
+	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/neg"
 )
+
+// negativeHit answers r from the failure remembered for key, if one is in force at now
+// (FR-NEG-1), and reports whether it did. Out of miss's body, whose every call would
+// otherwise allocate its slots (docs/yaegi.md).
+func negativeHit(h *Handler, w http.ResponseWriter, r *http.Request, key string, now time.Time) bool {
+	ne, ok := h.e.neg.Lookup(key, now)
+	if !ok {
+		return false
+	}
+	missrate.Hit(h.missRate, httpcache.PartitionOf(key))
+	h.write(w, r, negativeAnswer(ne, now))
+	return true
+}
 
 // negativeAnswer is the answer of a negative entry: the remembered status, a refusal's body
 // (refusalBody), no origin contact (FR-NEG-1, FR-NEG-2), and Retry-After, which every 503 (and 502, 504) Weir
