@@ -190,7 +190,9 @@ func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives,
 	// must-revalidate, proxy-revalidate, s-maxage and no-cache forbid serving stale
 	// (RFC 9111 sections 5.2.2.2, 5.2.2.8, 5.2.2.10; RFC 5861 section 1). Each window is the
 	// origin's directive in seconds when it sent one (-1: none), else the operator's; the
-	// entry is kept past freshness for as long as a window may need it.
+	// entry is kept past freshness for as long as a window may need it. The two windows are
+	// written out rather than one function called twice: every stored answer passes here,
+	// and under Yaegi each call costs its frame (docs/yaegi.md).
 	if !cc.MustRevalidate && !cc.ProxyRevalidate && !cc.NoCache && cc.SMaxAge < 0 {
 		swr := p.StaleWhileRevalidate
 		if cc.StaleWhileRevalidate >= 0 {
