@@ -184,12 +184,12 @@ func TestQuantile(t *testing.T) {
 func TestTableAddCountsSampledEvents(t *testing.T) {
 	tb := NewTable(2, 2)
 	tb.Note("once.example.com", 10, 0, 30*time.Millisecond)
-	Add(tb, "sampled.example.com", 10, 1, 61)
-	Add(tb, "sampled.example.com", 70, 1, 61)
-	Add(tb, "sampled.example.com", 70, 0, 0)
-	Add(tb, "sampled.example.com", 70, 0, -5)
+	Add(tb, "sampled.example.com", 10, 1, 61, -1)
+	Add(tb, "sampled.example.com", 70, 1, 61, -1)
+	Add(tb, "sampled.example.com", 70, 0, 0, -1)
+	Add(tb, "sampled.example.com", 70, 0, -5, -1)
 	// A third key takes the row of the least weight: once.example.com's.
-	Add(tb, "third.example.com", 71, 1, 61)
+	Add(tb, "third.example.com", 71, 1, 61, -1)
 	rows, other := tb.Rows(80, -1, 10)
 	tests := []struct {
 		desc string

@@ -84,19 +84,21 @@ func (t *Table) Len() int {
 }
 
 // Note counts one event of field for key at second now (Unix), and the latency took when it
-// is not negative. It is Count, as a method.
+// is not negative. It is Add of one, as a method.
 func (t *Table) Note(key string, now int64, field int, took time.Duration) {
-	Count(t, key, now, field, took)
+	Add(t, key, now, field, 1, took)
 }
 
-// Count counts one event of field for key at second now (Unix) in t, and the latency took
-// when it is not negative. A function written out, with no defer and no call but for a key
-// not held or a slot to clear: every origin fetch and every refusal counts twice (its host's
-// row and its partition's), and under Yaegi each call, method call and defer costs its frame
-// (docs/yaegi.md; the figures in docs/benchmarks.md, "A cheaper miss").
-func Count(t *Table, key string, now int64, field int, took time.Duration) {
+// Add counts n events of field for key at second now (Unix) in t, and the latency took
+// when it is not negative: one event, or one seen of every n and counted for all of them (a
+// sampled count, whose latency, if any, counts once). A function written out, with no defer
+// and no call but for a key not held or a slot to clear: every origin fetch and every
+// refusal counts twice (its host's row and its partition's), the hit path's sampled hit
+// once, and under Yaegi each call, method call and defer costs its frame (docs/yaegi.md;
+// the figures in docs/benchmarks.md, "A cheaper miss").
+func Add(t *Table, key string, now int64, field int, n int64, took time.Duration) {
 	fields := t.fields
-	if field < 0 || field >= fields {
+	if n < 1 || field < 0 || field >= fields {
 		return
 	}
 	if len(key) > MaxKeyBytes {
@@ -118,46 +120,6 @@ func Count(t *Table, key string, now int64, field int, took time.Duration) {
 	if r.minute[s] != m {
 		clearSlot(r, s, m, fields)
 	}
-	r.counts[i]++
-	r.last = now
-	r.weight++
-	a := t.all
-	if a.minute[s] != m {
-		clearSlot(a, s, m, fields)
-	}
-	a.counts[i]++
-	a.last = now
-	if took >= 0 {
-		r.latency[b]++
-		a.latency[b]++
-	}
-	t.mu.Unlock()
-}
-
-// Add counts n events of field for key at second now (Unix) in t, without a latency: one
-// event seen of every n, counted for all of them (a sampled count). A function, not a
-// method, with no defer and no call but for a key not held: the hit path's sampled hit
-// calls it, and under Yaegi each call, method call and defer costs several nodes
-// (docs/yaegi.md).
-func Add(t *Table, key string, now int64, field int, n int64) {
-	fields := t.fields
-	if n < 1 || field < 0 || field >= fields {
-		return
-	}
-	if len(key) > MaxKeyBytes {
-		key = key[:MaxKeyBytes]
-	}
-	m := now / slotSeconds
-	s := int(m % slotCount)
-	i := s*fields + field
-	t.mu.Lock()
-	r := t.rows[key]
-	if r == nil {
-		r = t.take(key, now)
-	}
-	if r.minute[s] != m {
-		clearSlot(r, s, m, fields)
-	}
 	r.counts[i] += n
 	r.last = now
 	r.weight += n
@@ -167,6 +129,10 @@ func Add(t *Table, key string, now int64, field int, n int64) {
 	}
 	a.counts[i] += n
 	a.last = now
+	if took >= 0 {
+		r.latency[b]++
+		a.latency[b]++
+	}
 	t.mu.Unlock()
 }
 
