@@ -45,7 +45,7 @@ type answer struct {
 	// retryAfter, when positive, is sent as Retry-After (every 503 or 429 Weir makes says
 	// when to come back).
 	retryAfter time.Duration
-	// refused marks the answer of a request a protection kept from the origin (refused).
+	// refused marks the answer of a request a protection kept from the origin (refuse).
 	refused bool
 	// negotiated marks an answer of Weir's own whose body follows the client's Accept: a
 	// refusal's or a negative entry's (refusalBody).

@@ -65,7 +65,7 @@ var fetchDrop = []string{"If-None-Match", "If-Modified-Since", "If-Match", "If-U
 // fetchRequest prepares the request Weir sends on behalf of the cache: detached from the
 // client's cancellation (FR-COA-2) but bounded by timeouts.origin, conditional when a stale
 // entry has validators (RFC 9111 section 4.3.1).
-func (h *Handler) fetchRequest(r *http.Request, stale *store.Entry) (*http.Request, context.CancelFunc) {
+func fetchRequest(h *Handler, r *http.Request, stale *store.Entry) (*http.Request, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.s.OriginTimeout)
 	req := r.Clone(ctx)
 	// Weir stores GET answers and serves HEAD from them: a HEAD that leads a fetch or a
@@ -97,7 +97,7 @@ func (h *Handler) fetchRequest(r *http.Request, stale *store.Entry) (*http.Reque
 // to fetchOther. Under Yaegi a call allocates a slot for every value of its function's whole
 // body, taken branch or not (docs/yaegi.md): the cases a miss rarely meets would otherwise
 // cost every miss.
-func (h *Handler) fetch(req *http.Request, cancel context.CancelFunc, key string, stale *store.Entry, sk *sink) *fetchResult {
+func fetch(h *Handler, req *http.Request, cancel context.CancelFunc, key string, stale *store.Entry, sk *sink) *fetchResult {
 	defer cancel()
 	// Every fetch holds an origin slot until its answer is buffered or streamed (FR-LIM-1);
 	// a background refresh never queues and never takes the foreground's reserve (FR-LIM-4).
@@ -189,7 +189,7 @@ func fetched(h *Handler, req *http.Request, key string, keep bool, res *fetchRes
 		res.unstoredPath = true
 		return res
 	}
-	res.stored = h.put(key, req, res.entry)
+	res.stored = put(h, key, req, res.entry)
 	if !res.stored {
 		res.reason = httpcache.ReasonTooLarge
 	}

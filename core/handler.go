@@ -220,10 +220,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hit = true
 	}
 	if !hit {
-		// Nothing in local memory for a shared store: read it from there at once, under
-		// the key just made (serveShared would make it again), without serve's call.
-		if ent == nil && h.mem == nil {
-			serveSharedAt(h, w, r, key)
+		if ent == nil {
+			serveAt(h, w, r, key)
 			return
 		}
 		serve(h, w, r)
@@ -294,6 +292,19 @@ func queryHit(h *Handler, r *http.Request, key, ru string) bool {
 	}
 	missrate.Hit(h.missRate, part)
 	return true
+}
+
+// serveAt serves a GET or HEAD that found nothing in local memory under key, its key as the
+// client sent it. With a shared store, the store is read at once under key (serveShared
+// would make it again). With process memory, which is what ServeHTTP just read, serveFrom
+// reads it again only when the key's normal form is another: a miss reads memory twice, not
+// three times (the leader's last look, joinFlight, is the other).
+func serveAt(h *Handler, w http.ResponseWriter, r *http.Request, key string) {
+	if h.mem == nil {
+		serveSharedAt(h, w, r, key)
+		return
+	}
+	serveFrom(h, w, r, key, nil)
 }
 
 // serve is the general path: any key, Vary, the client's validators and cache directives,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/flight"
 	"github.com/weirproxy/weir/core/store"
 	"github.com/weirproxy/weir/internal/clocktest"
 )
@@ -486,10 +487,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // flight itself to find it, which counts one more follower that never waits.
 func waitFollowers(t *testing.T, h *Handler, key string, n int) {
 	t.Helper()
-	c, leader := h.e.flights.Join(key)
+	c, leader := flight.Join(h.e.flights, key)
 	if leader {
 		// Release the flight just registered, so that nothing waits on it.
-		h.e.flights.RunHere(key, c, func() (interface{}, error) { return nil, errTestNoFlight })
+		flight.RunHere(h.e.flights, key, c, func() (interface{}, error) { return nil, errTestNoFlight })
 		t.Fatalf("no flight under way for %s", key)
 	}
 	waitFor(t, fmt.Sprintf("%d followers of the flight for %s", n, key), func() bool {

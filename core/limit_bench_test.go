@@ -33,7 +33,7 @@ func BenchmarkLimiterMissHuge(b *testing.B) {
 func BenchmarkGateEnterLeave(b *testing.B) {
 	h := limBenchHandler(b, limit.Settings{})
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/k/1", nil)
-	req, cancel := h.fetchRequest(r, nil)
+	req, cancel := fetchRequest(h, r, nil)
 	defer cancel()
 	ctx := req.Context()
 	b.ReportAllocs()

@@ -123,9 +123,9 @@ func serveFrom(h *Handler, w http.ResponseWriter, r *http.Request, raw string, r
 	// lookup written out, without `var ent *store.Entry`, whose type's name takes a frame
 	// slot of a whole Entry under Yaegi (docs/yaegi.md).
 	if key != raw {
-		rawEnt = h.get(r.Context(), key, now)
+		rawEnt = get(h, r.Context(), key, now)
 	}
-	ent, lookupKey, varyMiss := h.followIndex(r, key, rawEnt, now)
+	ent, lookupKey, varyMiss := followIndex(h, r, key, rawEnt, now)
 	if ent != nil && ent.Pass {
 		pass(h, w, r, httpcache.Partition(r), h.passStatusValue)
 		return
@@ -135,24 +135,24 @@ func serveFrom(h *Handler, w http.ResponseWriter, r *http.Request, raw string, r
 		h.write(w, r, &answer{ent: ent, hit: true})
 		return
 	}
-	h.miss(w, r, key, lookupKey, ent, varyMiss, now)
+	miss(h, w, r, key, lookupKey, ent, varyMiss, now)
 }
 
 // lookup finds the entry r selects under key, following a variant index. It returns the key
 // the entry was found under, or the one it would be stored under, and whether an index
 // existed but not the variant.
-func (h *Handler) lookup(r *http.Request, key string, now time.Time) (ent *store.Entry, at string, varyMiss bool) {
-	ent = h.get(r.Context(), key, now)
-	return h.followIndex(r, key, ent, now)
+func lookup(h *Handler, r *http.Request, key string, now time.Time) (ent *store.Entry, at string, varyMiss bool) {
+	ent = get(h, r.Context(), key, now)
+	return followIndex(h, r, key, ent, now)
 }
 
 // followIndex is lookup, given ent, the entry read under key (nil: none).
-func (h *Handler) followIndex(r *http.Request, key string, ent *store.Entry, now time.Time) (*store.Entry, string, bool) {
+func followIndex(h *Handler, r *http.Request, key string, ent *store.Entry, now time.Time) (*store.Entry, string, bool) {
 	if ent == nil || !ent.VaryIndex {
 		return ent, key, false
 	}
 	at := httpcache.VariantKey(httpcache.GenerationKey(key, ent), ent.Vary, r)
-	ent = h.get(r.Context(), at, now)
+	ent = get(h, r.Context(), at, now)
 	if ent == nil || ent.VaryIndex {
 		return nil, at, true
 	}
@@ -161,7 +161,7 @@ func (h *Handler) followIndex(r *http.Request, key string, ent *store.Entry, now
 
 // get reads one key. A store that fails or is slow reads as a miss (FR-STF-1): the miss
 // still goes through coalescing and every origin protection.
-func (h *Handler) get(ctx context.Context, key string, now time.Time) *store.Entry {
+func get(h *Handler, ctx context.Context, key string, now time.Time) *store.Entry {
 	if h.mem != nil {
 		ent := store.Lookup(h.mem, key)
 		if ent == nil || now.After(ent.KeepUntil) {
@@ -193,7 +193,7 @@ func getTimed(h *Handler, ctx context.Context, key string, now time.Time) *store
 // sharedGet is get from a shared store (h.shared), now just read: the call's start for the
 // store's latency. No timeout of its own: the store's guard bounds the call by
 // timeouts.store. A function over the store's functions (store.ReadShared), not
-// Handler.get over the Fallback's and the guard's methods through interfaces: under Yaegi
+// get over the Fallback's and the guard's methods through interfaces: under Yaegi
 // each interface method call costs a hit read from the store (docs/yaegi.md).
 func sharedGet(h *Handler, ctx context.Context, key string, now time.Time) *store.Entry {
 	e, err := store.ReadShared(h.shared, ctx, key)
@@ -206,7 +206,7 @@ func sharedGet(h *Handler, ctx context.Context, key string, now time.Time) *stor
 
 // put stores ent, answering req, under key, with a variant index in front of it when the
 // answer varies. It reports whether the entry was stored.
-func (h *Handler) put(key string, req *http.Request, ent *store.Entry) bool {
+func put(h *Handler, key string, req *http.Request, ent *store.Entry) bool {
 	if h.mem == nil {
 		return putIn(h, h.e.store, key, req, ent, nil)
 	}

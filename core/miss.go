@@ -22,7 +22,7 @@ import (
 // no credentials, no directives), goes straight to its flight; every other takes missOther.
 // Under Yaegi a call allocates a slot for every value of its function's whole body, taken
 // branch or not (docs/yaegi.md), and a flood of distinct queries is all common misses.
-func (h *Handler) miss(w http.ResponseWriter, r *http.Request, key, at string, stale *store.Entry, varyMiss bool, now time.Time) {
+func miss(h *Handler, w http.ResponseWriter, r *http.Request, key, at string, stale *store.Entry, varyMiss bool, now time.Time) {
 	// One case each: Yaegi v0.16.1 evaluates only the first expression of a tagless
 	// switch's case list.
 	switch {
@@ -95,7 +95,7 @@ func missOther(h *Handler, w http.ResponseWriter, r *http.Request, key string, s
 // Cache-Status of a fetched answer (a follower's adds collapsed).
 func joinFlight(h *Handler, w http.ResponseWriter, r *http.Request, key string, stale *store.Entry, cacheStatus string, now time.Time) {
 	part := httpcache.PartitionOf(key)
-	c, leader := h.e.flights.Join(key)
+	c, leader := flight.Join(h.e.flights, key)
 	// The miss-rate detector counts a miss per fetch the cache would make: a follower is
 	// answered by another request's fetch, and a key retried while its upstream's breaker is
 	// open is one key, not a flood of distinct ones.
@@ -104,7 +104,7 @@ func joinFlight(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 		h.follow(w, r, c, key, stale, cacheStatus+paramCollapsed)
 		return
 	}
-	if !h.breakerOpen(r.Host, r.URL.Path, now) {
+	if !breakerOpen(h, r.Host, r.URL.Path, now) {
 		if a := missrate.Miss(h.missRate, part, r.URL.RawQuery, now); a != nil {
 			h.reportAnomaly(a)
 		}
@@ -117,25 +117,25 @@ func joinFlight(h *Handler, w http.ResponseWriter, r *http.Request, key string, 
 	// the origin twice. With process memory, a key under which nothing is held has nothing
 	// to find: one read of it, not lookup's three calls (the common leader's case).
 	if h.mem != nil && store.Lookup(h.mem, key) == nil {
-		h.lead(w, r, c, key, stale, cacheStatus, nil)
+		lead(h, w, r, c, key, stale, cacheStatus, nil)
 		return
 	}
 	if lookedAgain(h, w, r, c, key, stale, now) {
 		return
 	}
-	h.lead(w, r, c, key, stale, cacheStatus, nil)
+	lead(h, w, r, c, key, stale, cacheStatus, nil)
 }
 
 // lookedAgain answers r, the leader of the flight c for key, from storage when a fresh entry
 // other than stale is stored under key by now, ending the flight with it, and reports
 // whether it did.
 func lookedAgain(h *Handler, w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, now time.Time) bool {
-	ent, _, _ := h.lookup(r, key, now)
+	ent, _, _ := lookup(h, r, key, now)
 	if ent == nil || ent.Pass || !now.Before(ent.FreshUntil) || (stale != nil && ent == stale) {
 		return false
 	}
 	res := &fetchResult{status: ent.Status, header: ent.Header, body: ent.Body, entry: ent}
-	h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
+	flight.RunHere(h.e.flights, key, c, func() (interface{}, error) { return res, nil })
 	h.write(w, r, &answer{ent: ent, hit: true})
 	return true
 }
@@ -150,8 +150,8 @@ func throttled(h *Handler, w http.ResponseWriter, r *http.Request, c *flight.Cal
 	}
 	// The flight must end: its followers wait on it.
 	res := &fetchResult{refused: refusal{why: reasonMissRate, retryAfter: wait}}
-	h.e.flights.RunHere(key, c, func() (interface{}, error) { return res, nil })
-	h.deliver(w, r, res, stale, cacheStatus, false)
+	flight.RunHere(h.e.flights, key, c, func() (interface{}, error) { return res, nil })
+	deliver(h, w, r, res, stale, cacheStatus, false)
 	return true
 }
 
@@ -161,7 +161,7 @@ func throttled(h *Handler, w http.ResponseWriter, r *http.Request, c *flight.Cal
 // panic in its fetch is handled as a flight's (FR-COA-6): a 502 before the answer began, an
 // abort after; so is a body that ended short.
 func (h *Handler) fetchSolo(w http.ResponseWriter, r *http.Request, key string, stale *store.Entry, cacheStatus string) {
-	req, cancel := h.fetchRequest(r, stale)
+	req, cancel := fetchRequest(h, r, stale)
 	f := &soloFetch{sk: &sink{w: w, cacheStatus: cacheStatus}}
 	f.run(h, req, cancel, key, stale)
 	started := f.sk.detach()
@@ -174,7 +174,7 @@ func (h *Handler) fetchSolo(w http.ResponseWriter, r *http.Request, key string, 
 		return
 	}
 	if !started {
-		h.deliver(w, r, f.res, stale, cacheStatus, false)
+		deliver(h, w, r, f.res, stale, cacheStatus, false)
 		return
 	}
 	if f.res.truncated {
@@ -193,7 +193,7 @@ type soloFetch struct {
 
 func (f *soloFetch) run(h *Handler, req *http.Request, cancel context.CancelFunc, key string, stale *store.Entry) {
 	defer f.recovered()
-	f.res = h.fetch(req, cancel, key, stale, f.sk)
+	f.res = fetch(h, req, cancel, key, stale, f.sk)
 }
 
 // recovered keeps a panic of the fetch for fetchSolo to answer, as flight.Group does for a
@@ -207,14 +207,14 @@ func (f *soloFetch) recovered() {
 // lead starts the flight's fetch on a goroutine of its own and waits for it with the
 // client's context: a leader that hangs up does not cancel the fetch (FR-COA-2). With
 // private set, the fetch is the private cache's (privateFetch), key a private key.
-func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string, private *privateStage) {
-	req, cancel := h.fetchRequest(r, stale)
+func lead(h *Handler, w http.ResponseWriter, r *http.Request, c *flight.Call, key string, stale *store.Entry, cacheStatus string, private *privateStage) {
+	req, cancel := fetchRequest(h, r, stale)
 	sk := &sink{w: w, cacheStatus: cacheStatus, ranged: httpcache.RangeAsked(r)}
-	h.e.flights.Run(key, c, func() (interface{}, error) {
+	flight.Run(h.e.flights, key, c, func() (interface{}, error) {
 		if private != nil {
 			return privateFetch(h, private, req, cancel, key, sk), nil
 		}
-		res := h.fetch(req, cancel, key, stale, sk)
+		res := fetch(h, req, cancel, key, stale, sk)
 		return res, nil
 	})
 	if waitFlight(c, r, nil) == clientGone {
@@ -230,7 +230,7 @@ func (h *Handler) lead(w http.ResponseWriter, r *http.Request, c *flight.Call, k
 		h.flightFailed(w, r, key, stale, cacheStatus, err)
 		return
 	}
-	h.deliver(w, r, res, stale, cacheStatus, false)
+	deliver(h, w, r, res, stale, cacheStatus, false)
 }
 
 // streamedEnd ends the answer streamed to the leader of c as it came (sink). A fetch that
@@ -264,7 +264,7 @@ func abortAnswer() {
 // Weir's fetch never does but Yaegi was seen to deliver inside Traefik about once in ten
 // thousand fetches under load, is errLostResult.
 func flightResult(c *flight.Call) (*fetchResult, error) {
-	v, err := c.Result()
+	v, err := flight.Result(c)
 	if err != nil {
 		return nil, err
 	}
@@ -303,8 +303,8 @@ func waitFlight(c *flight.Call, r *http.Request, timeout <-chan time.Time) int {
 	gone := r.Context().Done()
 	for {
 		select {
-		case <-c.Done():
-			<-c.Done()
+		case <-flight.Done(c):
+			<-flight.Done(c)
 			return flightDone
 		case <-gone:
 			if r.Context().Err() != nil {
@@ -348,18 +348,18 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 		h.retry(w, r, key)
 		return
 	}
-	h.deliver(w, r, res, stale, cacheStatus, true)
+	deliver(h, w, r, res, stale, cacheStatus, true)
 }
 
 // deliver writes a flight's result to one waiter.
-func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, res *fetchResult, stale *store.Entry, cacheStatus string, follower bool) {
+func deliver(h *Handler, w http.ResponseWriter, r *http.Request, res *fetchResult, stale *store.Entry, cacheStatus string, follower bool) {
 	switch {
 	case res.truncated:
 		// RFC 9112 section 8: a body that ended short is no answer; stale if allowed, else
 		// 502, for every waiter.
 		h.failed(w, r, stale, cacheStatus, "origin-truncated")
 	case res.refused.why != nil:
-		h.refused(w, r, stale, cacheStatus, res.refused)
+		refuse(h, w, r, stale, cacheStatus, res.refused)
 	case res.originError:
 		// FR-COA-5: each waiter serves stale from its own lookup if stale-if-error allows it,
 		// otherwise the error; nobody retries.
@@ -400,7 +400,7 @@ func (h *Handler) retry(w http.ResponseWriter, r *http.Request, key string) {
 		key = h.keyer.Key(r)
 	}
 	now := h.s.Now()
-	if ent, _, _ := h.lookup(r, key, now); ent != nil && now.Before(ent.FreshUntil) {
+	if ent, _, _ := lookup(h, r, key, now); ent != nil && now.Before(ent.FreshUntil) {
 		h.write(w, r, &answer{ent: ent, hit: true})
 		return
 	}
@@ -410,13 +410,13 @@ func (h *Handler) retry(w http.ResponseWriter, r *http.Request, key string) {
 // refresh revalidates stale in the background through the flight table, unless a fetch
 // for key is already under way.
 func (h *Handler) refresh(r *http.Request, key string, stale *store.Entry) {
-	c, ok := h.e.flights.TryLead(key)
+	c, ok := flight.TryLead(h.e.flights, key)
 	if !ok {
 		return
 	}
-	req, cancel := h.fetchRequest(r, stale)
-	h.e.flights.Run(key, c, func() (interface{}, error) {
-		res := h.fetch(req, cancel, key, stale, nil)
+	req, cancel := fetchRequest(h, r, stale)
+	flight.Run(h.e.flights, key, c, func() (interface{}, error) {
+		res := fetch(h, req, cancel, key, stale, nil)
 		return res, nil
 	})
 }

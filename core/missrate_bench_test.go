@@ -112,7 +112,7 @@ func BenchmarkMissRateBreakerCheck(b *testing.B) {
 	h, clock := missRateBenchHandler(b)
 	r := missRateRequests(1, true)[0]
 	for i := 0; i < b.N; i++ {
-		if h.breakerOpen(r.Host, r.URL.Path, clock.t) {
+		if breakerOpen(h, r.Host, r.URL.Path, clock.t) {
 			b.Fatal("breaker open")
 		}
 	}
@@ -140,7 +140,7 @@ func BenchmarkMissRateMissShare(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		clock.t = clock.t.Add(10 * time.Millisecond)
 		r := rs[i%missRatePaths]
-		if h.breakerOpen(r.Host, r.URL.Path, clock.t) {
+		if breakerOpen(h, r.Host, r.URL.Path, clock.t) {
 			b.Fatal("breaker open")
 		}
 		if a := missrate.Miss(h.missRate, httpcache.Partition(r), r.URL.RawQuery, clock.t); a != nil {
@@ -220,7 +220,7 @@ func BenchmarkMissRateMissRatio(b *testing.B) {
 		t1 := time.Now()
 		for j := 0; j < missRateBlock; j++ {
 			r := rs[(i+j)%missRatePaths]
-			if !h2.breakerOpen(r.Host, r.URL.Path, clock.t) {
+			if !breakerOpen(h2, r.Host, r.URL.Path, clock.t) {
 				missrate.Miss(h2.missRate, httpcache.Partition(r), r.URL.RawQuery, clock.t)
 			}
 		}

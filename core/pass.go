@@ -30,7 +30,7 @@ func serveOther(h *Handler, w http.ResponseWriter, r *http.Request) {
 	}
 	t, refused := enter(h, r.Context(), httpcache.Partition(r), hostkey.Canonical(r.Host), r.URL.Path, hasBody(r), wayRecord)
 	if t == nil {
-		h.refused(w, r, nil, statusMethod, *refused)
+		refuse(h, w, r, nil, statusMethod, *refused)
 		return
 	}
 	// Deferred: a panic in the next handler must not keep the slot (FR-LIM-1).
@@ -303,7 +303,7 @@ func passGated(h *Handler, w http.ResponseWriter, r *http.Request, part string, 
 	ctx := r.Context()
 	t, refused := enter(h, ctx, part, hostkey.Canonical(r.Host), r.URL.Path, r.ContentLength != 0, way)
 	if t == nil {
-		h.refused(w, r, nil, cacheStatus[0], *refused)
+		refuse(h, w, r, nil, cacheStatus[0], *refused)
 		return
 	}
 	// Deferred: a panic in the next handler (an aborted proxy copy) must not keep the slot.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirproxy/weir/core/flight"
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/setting"
 	"github.com/weirproxy/weir/core/store"
@@ -324,7 +325,7 @@ func privateRequest(h *Handler, w http.ResponseWriter, r *http.Request, key stri
 	}
 	// Coalesced with the same identity's requests for the URL alone: the flight's key is
 	// the private key (FR-PRV-4).
-	c, leader := h.e.flights.Join(pkey)
+	c, leader := flight.Join(h.e.flights, pkey)
 	if !leader {
 		h.follow(w, r, c, pkey, nil, statusFwd+fwdURIMiss+paramCollapsed)
 		return true
@@ -332,11 +333,11 @@ func privateRequest(h *Handler, w http.ResponseWriter, r *http.Request, key stri
 	// As miss does: a flight that ended since the lookup has stored its answer.
 	if ent := privateLookup(h, p, r, pkey, now); ent != nil && now.Before(ent.FreshUntil) && !requestNoCache(r) {
 		res := &fetchResult{status: ent.Status, header: ent.Header, body: ent.Body, entry: ent}
-		h.e.flights.RunHere(pkey, c, func() (interface{}, error) { return res, nil })
+		flight.RunHere(h.e.flights, pkey, c, func() (interface{}, error) { return res, nil })
 		h.write(w, r, &answer{ent: ent, hit: true, detail: privateDetail})
 		return true
 	}
-	h.lead(w, r, c, pkey, nil, statusFwd+fwdURIMiss, p)
+	lead(h, w, r, c, pkey, nil, statusFwd+fwdURIMiss, p)
 	return true
 }
 

@@ -105,7 +105,7 @@ func admitted(h *Handler, w http.ResponseWriter, r *http.Request) {
 
 // refuseAdmission answers a request admission refused for why: 503, Retry-After, the reason.
 func refuseAdmission(h *Handler, w http.ResponseWriter, r *http.Request, why *reason) {
-	h.refused(w, r, localStale(h, r), statusWeir, refusal{why: why, retryAfter: admissionRetryAfter})
+	refuse(h, w, r, localStale(h, r), statusWeir, refusal{why: why, retryAfter: admissionRetryAfter})
 }
 
 // keepAdmission gives e the admission controller of s: old's when its settings are the same,

@@ -235,7 +235,7 @@ func breakerOf(e *engine, host, path string, now time.Time) *breaker.Breaker {
 
 // breakerOpen tells whether host's upstream's breaker holds fetches back now: open, or half
 // open with its probe out.
-func (h *Handler) breakerOpen(host, path string, now time.Time) bool {
+func breakerOpen(h *Handler, host, path string, now time.Time) bool {
 	// Every breaker closed, the common case: no lookup of host's, which with breakers per
 	// host (the default) takes the group's lock and interpreted calls on every leader's miss.
 	if breaker.AllClosed(h.e.breakers) {

@@ -116,7 +116,7 @@ func overBudget(h *Handler, w http.ResponseWriter, r *http.Request) bool {
 	if wait == 0 {
 		return false
 	}
-	h.refused(w, r, nil, statusWeir, refusal{why: reasonOverBudget, retryAfter: wait})
+	refuse(h, w, r, nil, statusWeir, refusal{why: reasonOverBudget, retryAfter: wait})
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/store"
@@ -13,7 +14,7 @@ import (
 
 // Refusals. A protection that keeps a request from the origin says why with a reason,
 // registered once in its own file (protect_<name>.go); metrics (weir_shed_total), the shed
-// event line, the admin page and the refusal writer (refused) read the one list, and
+// event line, the admin page and the refusal writer (refuse) read the one list, and
 // docs/operations.md's "Refusals" has a row for each (a test holds them to it).
 
 // reason is why a protection kept a request from the origin.
@@ -85,17 +86,33 @@ type refusal struct {
 	scope string
 }
 
-// refused answers a request that a protection kept from the origin: nothing for a client
+// refuse answers a request that a protection kept from the origin: nothing for a client
 // that left; a stale entry where the reason allows it; else the reason's status with its
 // name in Cache-Status (after cacheStatus) and when to come back in Retry-After. Every
 // refusal is counted here, once, by reason.
-func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, f refusal) {
+//
+// The common refusal, with nothing stored to stand in and no Accept to weigh (a flood's
+// shed request), is written by writeRefusal; every other goes through refusedOther. A
+// flood's refusals are as many as its fetches, and under Yaegi a call allocates a slot for
+// every value of its function's whole body, taken branch or not (docs/yaegi.md).
+func refuse(h *Handler, w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, f refusal) {
 	why := f.why
 	if why == reasonClientLeft {
 		return
 	}
 	countShed(h.e, why)
 	noteRefused(h, r)
+	if stale != nil || why == reasonCircuitOpen || r.Header["Accept"] != nil {
+		refusedOther(h, w, r, stale, cacheStatus, f)
+		return
+	}
+	writeRefusal(h, w, r, why, withDetail(cacheStatus, why.name+f.param), f.retryAfter)
+}
+
+// refusedOther is refuse, counted, for a circuit-open refusal, one that stale may answer,
+// and one whose client sent Accept (refusalBody).
+func refusedOther(h *Handler, w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, f refusal) {
+	why := f.why
 	if why == reasonCircuitOpen {
 		h.e.metrics.shortCircuits.add(f.scope)
 	}
@@ -105,6 +122,24 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, stale *store.E
 	}
 	h.write(w, r, &answer{status: why.status, text: why.text, cache: cacheStatus, detail: why.name + f.param,
 		retryAfter: f.retryAfter, refused: true, negotiated: true})
+}
+
+// writeRefusal writes the answer of a refusal for why, as write and refusalBody write it for
+// r, whose client sent no Accept: the reason's status and line of text, Cache-Status cs, and
+// Retry-After from retryAfter (when positive). It counts the answer as write does (a shed).
+func writeRefusal(h *Handler, w http.ResponseWriter, r *http.Request, why *reason, cs string, retryAfter time.Duration) {
+	if atomic.AddInt64(&h.e.metrics.outcomes[outcomeShed].N, 1)%consoleSample == 0 {
+		sampleAnswer(h, r, outcomeShed)
+	}
+	hdr := w.Header()
+	if retryAfter > 0 {
+		hdr["Retry-After"] = []string{strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10)}
+	}
+	hdr["Cache-Status"] = []string{cs}
+	hdr["X-Content-Type-Options"] = []string{"nosniff"}
+	hdr["Content-Type"] = []string{"text/plain; charset=utf-8"}
+	w.WriteHeader(why.status)
+	w.Write([]byte(why.text + "\n"))
 }
 
 // staleAnswers tells whether stale may answer a request refused for why at now.

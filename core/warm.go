@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/events"
+	"github.com/weirproxy/weir/core/flight"
 	"github.com/weirproxy/weir/core/httpcache"
 )
 
@@ -314,19 +315,19 @@ func warmOne(h *Handler, scheme, host, path string, deadline time.Time) int {
 		return warmFailed
 	}
 	key := h.keyer.Key(req)
-	if ent, _, _ := h.lookup(req, key, now); ent != nil && !ent.Pass && now.Before(ent.FreshUntil) {
+	if ent, _, _ := lookup(h, req, key, now); ent != nil && !ent.Pass && now.Before(ent.FreshUntil) {
 		cancel()
 		return warmFresh
 	}
-	c, ok := e.flights.TryLead(key)
+	c, ok := flight.TryLead(e.flights, key)
 	if !ok {
 		cancel()
 		return warmBusy
 	}
-	e.flights.RunHere(key, c, func() (interface{}, error) {
-		return h.fetch(req, cancel, key, nil, nil), nil
+	flight.RunHere(e.flights, key, c, func() (interface{}, error) {
+		return fetch(h, req, cancel, key, nil, nil), nil
 	})
-	v, err := c.Result()
+	v, err := flight.Result(c)
 	res, _ := v.(*fetchResult)
 	switch {
 	case err != nil || res == nil:

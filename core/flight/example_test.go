@@ -11,17 +11,17 @@ import (
 func Example() {
 	g := flight.New(flight.Settings{})
 
-	c, leader := g.Join("/index.html")
+	c, leader := flight.Join(g, "/index.html")
 	fmt.Println("first caller leads:", leader)
 
-	f, leader := g.Join("/index.html")
+	f, leader := flight.Join(g, "/index.html")
 	fmt.Println("second caller leads:", leader, "followers:", g.Followers(c))
 
-	g.Run("/index.html", c, func() (interface{}, error) {
+	flight.Run(g, "/index.html", c, func() (interface{}, error) {
 		return "<h1>hello</h1>", nil
 	})
-	<-f.Done()
-	v, err := f.Result()
+	<-flight.Done(f)
+	v, err := flight.Result(f)
 	fmt.Println("second caller got:", v, err)
 	fmt.Println("flights in the air:", g.InFlight())
 	// Output:
@@ -32,14 +32,14 @@ func Example() {
 }
 
 // A panic in the fetch reaches every waiter as an error wrapping ErrPanic.
-func ExampleGroup_Run_panic() {
+func ExampleRun_panic() {
 	g := flight.New(flight.Settings{OnPanic: func(key string, r interface{}) {
 		fmt.Println("recovered for", key+":", r)
 	}})
-	c, _ := g.Join("k")
-	g.Run("k", c, func() (interface{}, error) { panic("origin handler bug") })
-	<-c.Done()
-	_, err := c.Result()
+	c, _ := flight.Join(g, "k")
+	flight.Run(g, "k", c, func() (interface{}, error) { panic("origin handler bug") })
+	<-flight.Done(c)
+	_, err := flight.Result(c)
 	fmt.Println(err)
 	// Output:
 	// recovered for k: origin handler bug

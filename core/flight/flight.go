@@ -72,9 +72,13 @@ func New(s Settings) *Group {
 	return &Group{settings: s, calls: make(map[string]*Call)}
 }
 
-// Join returns the flight for key that a caller should wait on. When leader is true no
+// Join returns the flight of g for key that a caller should wait on. When leader is true no
 // young flight existed: the caller has registered a new one and must Run it.
-func (g *Group) Join(key string) (c *Call, leader bool) {
+//
+// Join, TryLead, Run, RunHere, Done and Result are functions, not methods: every cache miss
+// calls four of them, and under Yaegi a method call goes through a reflective wrapper that
+// a function call does not (docs/yaegi.md).
+func Join(g *Group, key string) (c *Call, leader bool) {
 	now := g.settings.Now()
 	g.mu.Lock()
 	if c = g.calls[key]; c != nil && now.Sub(c.started) < g.settings.LeaderMaxAge {
@@ -90,7 +94,7 @@ func (g *Group) Join(key string) (c *Call, leader bool) {
 
 // TryLead registers a new flight for key only when none is under way, for background work
 // (a refresh) that must not start a second fetch beside a running one.
-func (g *Group) TryLead(key string) (c *Call, ok bool) {
+func TryLead(g *Group, key string) (c *Call, ok bool) {
 	now := g.settings.Now()
 	g.mu.Lock()
 	if old := g.calls[key]; old != nil {
@@ -105,23 +109,23 @@ func (g *Group) TryLead(key string) (c *Call, ok bool) {
 
 // Run runs fetch for the flight c of key on a new goroutine and returns at once. The result,
 // or the panic fetch raised turned into an error, goes to every waiter.
-func (g *Group) Run(key string, c *Call, fetch func() (interface{}, error)) {
-	go g.run(key, c, fetch)
+func Run(g *Group, key string, c *Call, fetch func() (interface{}, error)) {
+	go run(g, key, c, fetch)
 }
 
 // RunHere is Run on the calling goroutine, for callers that have a goroutine to spare.
-func (g *Group) RunHere(key string, c *Call, fetch func() (interface{}, error)) {
-	g.run(key, c, fetch)
+func RunHere(g *Group, key string, c *Call, fetch func() (interface{}, error)) {
+	run(g, key, c, fetch)
 }
 
-func (g *Group) run(key string, c *Call, fetch func() (interface{}, error)) {
+func run(g *Group, key string, c *Call, fetch func() (interface{}, error)) {
 	// The deferred finish both recovers and releases: a panic that reached Traefik from a
 	// goroutine of ours would kill the whole process (FR-COA-6).
-	defer g.finish(key, c)
+	defer finish(g, key, c)
 	c.val, c.err = fetch()
 }
 
-func (g *Group) finish(key string, c *Call) {
+func finish(g *Group, key string, c *Call) {
 	if r := recover(); r != nil {
 		c.val = nil
 		c.err = fmt.Errorf("%w: %v", ErrPanic, r)
@@ -137,11 +141,11 @@ func (g *Group) finish(key string, c *Call) {
 	close(c.done)
 }
 
-// Done is closed when the flight's result is ready.
-func (c *Call) Done() <-chan struct{} { return c.done }
+// Done is closed when the flight c's result is ready.
+func Done(c *Call) <-chan struct{} { return c.done }
 
-// Result returns the flight's result; call it only after Done is closed.
-func (c *Call) Result() (interface{}, error) { return c.val, c.err }
+// Result returns the flight c's result; call it only after Done is closed.
+func Result(c *Call) (interface{}, error) { return c.val, c.err }
 
 // Followers reports how many callers joined the flight after its leader.
 func (g *Group) Followers(c *Call) int {

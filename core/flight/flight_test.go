@@ -19,7 +19,7 @@ func newManualClock() *clocktest.Clock {
 func waitDone(t *testing.T, c *Call) {
 	t.Helper()
 	select {
-	case <-c.Done():
+	case <-Done(c):
 	case <-time.After(5 * time.Second):
 		t.Fatal("flight hangs")
 	}
@@ -32,19 +32,19 @@ func wantReleased(t *testing.T, g *Group, key, what string) {
 	if got := g.InFlight(); got != 0 {
 		t.Errorf("InFlight after %s = %d, want 0", what, got)
 	}
-	if _, leader := g.Join(key); !leader {
+	if _, leader := Join(g, key); !leader {
 		t.Errorf("Join after %s: leader = false, want a new flight", what)
 	}
 }
 
 func TestJoinLeaderThenFollowers(t *testing.T) {
 	g := New(Settings{Now: newManualClock().Now})
-	c, leader := g.Join("k")
+	c, leader := Join(g, "k")
 	if !leader {
 		t.Fatal("first Join: leader = false, want true")
 	}
 	for i := 1; i <= 3; i++ {
-		f, leader := g.Join("k")
+		f, leader := Join(g, "k")
 		if leader {
 			t.Fatalf("Join %d: leader = true, want false", i)
 		}
@@ -55,7 +55,7 @@ func TestJoinLeaderThenFollowers(t *testing.T) {
 			t.Errorf("Followers after %d joins = %d, want %d", i, got, i)
 		}
 	}
-	if _, leader := g.Join("other"); !leader {
+	if _, leader := Join(g, "other"); !leader {
 		t.Error("Join of another key: leader = false, want true")
 	}
 	if got, want := g.InFlight(), 2; got != want {
@@ -65,22 +65,22 @@ func TestJoinLeaderThenFollowers(t *testing.T) {
 
 func TestRunDeliversToEveryWaiter(t *testing.T) {
 	g := New(Settings{})
-	c, _ := g.Join("k")
-	f, _ := g.Join("k")
+	c, _ := Join(g, "k")
+	f, _ := Join(g, "k")
 	release := make(chan struct{})
-	g.Run("k", c, func() (interface{}, error) {
+	Run(g, "k", c, func() (interface{}, error) {
 		<-release
 		return "answer", nil
 	})
 	select {
-	case <-c.Done():
+	case <-Done(c):
 		t.Fatal("Done closed before the fetch ended")
 	default:
 	}
 	close(release)
 	waitDone(t, f)
 	for _, call := range []*Call{c, f} {
-		v, err := call.Result()
+		v, err := Result(call)
 		if err != nil || v != "answer" {
 			t.Errorf("Result() = %v, %v; want answer, nil", v, err)
 		}
@@ -90,11 +90,11 @@ func TestRunDeliversToEveryWaiter(t *testing.T) {
 
 func TestRunDeliversError(t *testing.T) {
 	g := New(Settings{})
-	c, _ := g.Join("k")
+	c, _ := Join(g, "k")
 	want := errors.New("origin down")
-	g.RunHere("k", c, func() (interface{}, error) { return nil, want })
+	RunHere(g, "k", c, func() (interface{}, error) { return nil, want })
 	waitDone(t, c)
-	if _, err := c.Result(); err != want {
+	if _, err := Result(c); err != want {
 		t.Errorf("Result() error = %v, want %v", err, want)
 	}
 }
@@ -113,13 +113,13 @@ func TestRunRecoversPanic(t *testing.T) {
 		gotValue = r
 		mu.Unlock()
 	}})
-	c, _ := g.Join("k")
-	f, _ := g.Join("k")
-	g.Run("k", c, func() (interface{}, error) { panic("boom") })
+	c, _ := Join(g, "k")
+	f, _ := Join(g, "k")
+	Run(g, "k", c, func() (interface{}, error) { panic("boom") })
 	waitDone(t, c)
 	waitDone(t, f)
 	for _, call := range []*Call{c, f} {
-		v, err := call.Result()
+		v, err := Result(call)
 		if v != nil || !errors.Is(err, ErrPanic) {
 			t.Errorf("Result() = %v, %v; want nil and an error wrapping ErrPanic", v, err)
 		}
@@ -135,9 +135,9 @@ func TestRunRecoversPanic(t *testing.T) {
 
 func TestPanicWithoutOnPanic(t *testing.T) {
 	g := New(Settings{})
-	c, _ := g.Join("k")
-	g.RunHere("k", c, func() (interface{}, error) { panic(errors.New("boom")) })
-	if _, err := c.Result(); !errors.Is(err, ErrPanic) {
+	c, _ := Join(g, "k")
+	RunHere(g, "k", c, func() (interface{}, error) { panic(errors.New("boom")) })
+	if _, err := Result(c); !errors.Is(err, ErrPanic) {
 		t.Errorf("Result() error = %v, want ErrPanic", err)
 	}
 }
@@ -147,7 +147,7 @@ func TestPanicWithoutOnPanic(t *testing.T) {
 func TestLeaderMaxAge(t *testing.T) {
 	clock := newManualClock()
 	g := New(Settings{LeaderMaxAge: 10 * time.Second, Now: clock.Now})
-	old, _ := g.Join("k")
+	old, _ := Join(g, "k")
 
 	tests := []struct {
 		desc       string
@@ -161,7 +161,7 @@ func TestLeaderMaxAge(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			clock.Add(tc.advance)
-			c, leader := g.Join("k")
+			c, leader := Join(g, "k")
 			if leader != tc.wantLeader {
 				t.Fatalf("leader = %v, want %v", leader, tc.wantLeader)
 			}
@@ -173,14 +173,14 @@ func TestLeaderMaxAge(t *testing.T) {
 	if fresh == nil || fresh == old {
 		t.Fatal("no new flight after LeaderMaxAge")
 	}
-	g.RunHere("k", old, func() (interface{}, error) { return "old", nil })
-	if v, _ := old.Result(); v != "old" {
+	RunHere(g, "k", old, func() (interface{}, error) { return "old", nil })
+	if v, _ := Result(old); v != "old" {
 		t.Errorf("old flight result = %v, want old", v)
 	}
-	if c, leader := g.Join("k"); leader || c != fresh {
+	if c, leader := Join(g, "k"); leader || c != fresh {
 		t.Error("the old flight's end released the new flight")
 	}
-	g.RunHere("k", fresh, func() (interface{}, error) { return "new", nil })
+	RunHere(g, "k", fresh, func() (interface{}, error) { return "new", nil })
 	if got := g.InFlight(); got != 0 {
 		t.Errorf("InFlight = %d, want 0", got)
 	}
@@ -189,13 +189,13 @@ func TestLeaderMaxAge(t *testing.T) {
 func TestDefaultLeaderMaxAge(t *testing.T) {
 	clock := newManualClock()
 	g := New(Settings{Now: clock.Now})
-	g.Join("k")
+	Join(g, "k")
 	clock.Add(DefaultLeaderMaxAge - time.Nanosecond)
-	if _, leader := g.Join("k"); leader {
+	if _, leader := Join(g, "k"); leader {
 		t.Error("Join just before DefaultLeaderMaxAge: leader = true, want false")
 	}
 	clock.Add(time.Nanosecond)
-	if _, leader := g.Join("k"); !leader {
+	if _, leader := Join(g, "k"); !leader {
 		t.Error("Join at DefaultLeaderMaxAge: leader = false, want true")
 	}
 }
@@ -203,37 +203,37 @@ func TestDefaultLeaderMaxAge(t *testing.T) {
 func TestTryLead(t *testing.T) {
 	clock := newManualClock()
 	g := New(Settings{LeaderMaxAge: time.Second, Now: clock.Now})
-	c, ok := g.TryLead("k")
+	c, ok := TryLead(g, "k")
 	if !ok || c == nil {
 		t.Fatal("TryLead on an empty key: ok = false, want true")
 	}
-	if _, ok := g.TryLead("k"); ok {
+	if _, ok := TryLead(g, "k"); ok {
 		t.Error("TryLead beside a running flight: ok = true, want false")
 	}
 	// Even an old flight blocks background work: only one fetch for a refresh at a time.
 	clock.Add(time.Hour)
-	if _, ok := g.TryLead("k"); ok {
+	if _, ok := TryLead(g, "k"); ok {
 		t.Error("TryLead beside an old running flight: ok = true, want false")
 	}
 	// Callers that wait still join a flight a refresh started, while it is young.
 	clock = newManualClock()
 	g = New(Settings{LeaderMaxAge: time.Second, Now: clock.Now})
-	c, _ = g.TryLead("k")
-	if f, leader := g.Join("k"); leader || f != c {
+	c, _ = TryLead(g, "k")
+	if f, leader := Join(g, "k"); leader || f != c {
 		t.Error("Join did not follow the flight TryLead started")
 	}
-	g.RunHere("k", c, func() (interface{}, error) { return 1, nil })
-	if _, ok := g.TryLead("k"); !ok {
+	RunHere(g, "k", c, func() (interface{}, error) { return 1, nil })
+	if _, ok := TryLead(g, "k"); !ok {
 		t.Error("TryLead after the flight ended: ok = false, want true")
 	}
 }
 
 func TestRunIsDetached(t *testing.T) {
 	g := New(Settings{})
-	c, _ := g.Join("k")
+	c, _ := Join(g, "k")
 	started := make(chan struct{})
 	release := make(chan struct{})
-	g.Run("k", c, func() (interface{}, error) {
+	Run(g, "k", c, func() (interface{}, error) {
 		close(started)
 		<-release
 		return 42, nil
@@ -249,7 +249,7 @@ func TestRunIsDetached(t *testing.T) {
 	}
 	close(release)
 	waitDone(t, c)
-	if v, err := c.Result(); v != 42 || err != nil {
+	if v, err := Result(c); v != 42 || err != nil {
 		t.Errorf("Result() = %v, %v; want 42, nil", v, err)
 	}
 }
@@ -264,7 +264,7 @@ func TestConcurrentJoinOneLeader(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, leader := g.Join("k")
+			c, leader := Join(g, "k")
 			if leader {
 				leaders <- c
 			}
@@ -291,5 +291,5 @@ func TestConcurrentJoinOneLeader(t *testing.T) {
 	if got := g.Followers(lead); got != n-1 {
 		t.Errorf("Followers = %d, want %d", got, n-1)
 	}
-	g.RunHere("k", lead, func() (interface{}, error) { return nil, nil })
+	RunHere(g, "k", lead, func() (interface{}, error) { return nil, nil })
 }
