@@ -68,6 +68,6 @@ func BenchmarkKeyerKey(b *testing.B) {
 	k := httpcache.NewKeyer(nil)
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/p?b=2&a=1", nil)
 	for i := 0; i < b.N; i++ {
-		boundarySink = k.Key(r)
+		boundarySink = httpcache.Key(&k, r)
 	}
 }

@@ -38,8 +38,9 @@ func (l *eventLog) kept() *events.Recent {
 	return k
 }
 
-// summary returns the Summary that counts shed requests.
-func (l *eventLog) summary() *events.Summary {
+// shedSummary returns the Summary of l that counts shed requests; a function, not a method,
+// for every refusal calls it (docs/yaegi.md).
+func shedSummary(l *eventLog) *events.Summary {
 	l.mu.Lock()
 	s := l.shed
 	l.mu.Unlock()

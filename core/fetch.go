@@ -118,7 +118,7 @@ func fetch(h *Handler, req *http.Request, cancel context.CancelFunc, key string,
 		return fetchOther(h, req, key, stale, pol, keep, oa)
 	}
 	res := &fetchResult{status: rec.status, header: rec.header, body: rec.body, reason: rec.reason}
-	res.entry = pol.NewEntry(rec.status, rec.header, rec.body, rec.cc, oa.reqTime, oa.respTime)
+	res.entry = httpcache.NewEntry(pol, rec.status, rec.header, rec.body, rec.cc, oa.reqTime, oa.respTime)
 	return fetched(h, req, key, keep, res)
 }
 
@@ -155,7 +155,7 @@ func fetchOther(h *Handler, req *http.Request, key string, stale *store.Entry, p
 	case rec.status == http.StatusNotModified && stale != nil:
 		merged := httpcache.MergeNotModified(stale.Header, rec.header)
 		cc := httpcache.ResponseControl(merged)
-		ent := pol.NewEntry(stale.Status, merged, stale.Body, cc, reqTime, respTime)
+		ent := httpcache.NewEntry(pol, stale.Status, merged, stale.Body, cc, reqTime, respTime)
 		res.status, res.header, res.body = ent.Status, ent.Header, ent.Body
 		if ok, reason := pol.Storable(req, stale.Status, merged, cc); !ok {
 			// A 304 that sets a cookie or makes the answer private or no-store updates it for
@@ -169,7 +169,7 @@ func fetchOther(h *Handler, req *http.Request, key string, stale *store.Entry, p
 		h.markUnshared(key, rec.reason, respTime)
 		return res
 	default:
-		res.entry = pol.NewEntry(rec.status, rec.header, rec.body, rec.cc, reqTime, respTime)
+		res.entry = httpcache.NewEntry(pol, rec.status, rec.header, rec.body, rec.cc, reqTime, respTime)
 	}
 	return fetched(h, req, key, keep, res)
 }
@@ -226,12 +226,13 @@ func gatedFetch(h *Handler, req *http.Request, part string, way int, pol *httpca
 	oa := &originAnswer{rec: rec, reqTime: h.s.Now()}
 	serveOrigin(h.next, rec, req)
 	oa.respTime = h.s.Now()
-	observeOrigin(h.e, t, oa.respTime.Sub(oa.reqTime))
-	noteFetch(h.e, part, host, oa.respTime, oa.respTime.Sub(oa.reqTime))
+	took := oa.respTime.Sub(oa.reqTime)
+	observeOrigin(h.e, t, took)
+	noteFetch(h.e, part, host, oa.respTime, took)
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}
-	leave(h, t, rec.status, oa.respTime.Sub(oa.reqTime), rec.header)
+	leave(h, t, rec.status, took, rec.header)
 	if h.private != nil && len(rec.header[httpcache.FieldWeirPurgeUser]) > 0 {
 		// A logout's answer: the user's private entries go (private.go, FR-PRV-5). The field
 		// itself never leaves Weir (httpcache.WeirOnlyField).
@@ -455,8 +456,9 @@ func (s *sink) write(p []byte) (int, error) {
 	return n, err
 }
 
-// detach stops all writes to the leader's writer and reports whether an answer was started.
-func (s *sink) detach() bool {
+// detach stops all writes to s, the leader's writer, and reports whether an answer was
+// started. A function, not a method: every leader calls it (docs/yaegi.md).
+func detach(s *sink) bool {
 	s.mu.Lock()
 	s.detached = true
 	started := s.started

@@ -53,7 +53,7 @@ func checkHitPathKeyProps(t *testing.T, target, drop string, seed int64) {
 	if i := strings.IndexByte(target, '?'); i >= 0 && target[i+1:] != r.URL.RawQuery {
 		t.Fatalf("target %q: RawQuery %q is not what follows its first ?", target, r.URL.RawQuery)
 	}
-	key := k.Key(r)
+	key := httpcache.Key(&k, r)
 	const origin = "http://example.com"
 	if !strings.HasPrefix(key, origin+"/") {
 		t.Fatalf("target %q: key %q", target, key)
@@ -67,7 +67,7 @@ func checkHitPathKeyProps(t *testing.T, target, drop string, seed int64) {
 	if got := hitPathKey(normal); got != key {
 		t.Fatalf("target %q: the hit path looks %q up as %q, want its key %q", target, normal.RequestURI, got, key)
 	}
-	if got := k.Key(normal); got != key {
+	if got := httpcache.Key(&k, normal); got != key {
 		t.Fatalf("target %q: key %q, but its normal form %q has key %q", target, key, normal.RequestURI, got)
 	}
 
@@ -78,11 +78,11 @@ func checkHitPathKeyProps(t *testing.T, target, drop string, seed int64) {
 		if other == nil {
 			return
 		}
-		if hp, stored := hitPathKey(r), k.Key(other); hp == stored && hp != key {
+		if hp, stored := hitPathKey(r), httpcache.Key(&k, other); hp == stored && hp != key {
 			t.Fatalf("target %q finds %q, stored for %q, on the hit path: its own key is %q", target, stored, other.RequestURI, key)
 		}
-		if hp, stored := hitPathKey(other), key; hp == stored && k.Key(other) != key {
-			t.Fatalf("target %q finds %q, stored for %q, on the hit path: its own key is %q", other.RequestURI, stored, target, k.Key(other))
+		if hp, stored := hitPathKey(other), key; hp == stored && httpcache.Key(&k, other) != key {
+			t.Fatalf("target %q finds %q, stored for %q, on the hit path: its own key is %q", other.RequestURI, stored, target, httpcache.Key(&k, other))
 		}
 	}
 }

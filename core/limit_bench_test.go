@@ -15,7 +15,8 @@ import (
 // pass-through takes a slot, and no setting turns the limiter off, so the cost is measured two
 // ways: a whole miss with the default pool and with a pool too large ever to fill (the same
 // path to a slot: the cost does not depend on the pool's size), and the origin gate's enter
-// and leave alone as a miss calls them, to set against the miss. Run them under Yaegi too:
+// and leave alone as a miss calls them, to set against the miss; and a miss shed from a full
+// partition, as two in five of a flood's answers are. Run them under Yaegi too:
 // YAEGI_TEST_FLAGS="-bench 'Limiter|Gate' -run ^$" scripts/yaegi-test.sh core.
 
 // BenchmarkLimiterMiss is a cacheable miss on a key of its own, with the default limiter.
@@ -26,6 +27,33 @@ func BenchmarkLimiterMiss(b *testing.B) {
 // BenchmarkLimiterMissHuge is BenchmarkLimiterMiss with a pool that never fills.
 func BenchmarkLimiterMissHuge(b *testing.B) {
 	limBenchMiss(b, limit.Settings{MaxConcurrent: 1 << 30, MaxPerPartition: 1 << 30})
+}
+
+// BenchmarkLimiterShed is a miss shed with queue-wait, as a flood's are when its partition
+// holds its cap: the partition's one slot is held, and the wait is bounded at 1µs.
+func BenchmarkLimiterShed(b *testing.B) {
+	h := limBenchHandler(b, limit.Settings{MaxConcurrent: 4, MaxPerPartition: 1, MaxQueueWait: time.Microsecond})
+	held := httptest.NewRequest(http.MethodGet, "http://example.com/k/x", nil)
+	if limit.Take(h.e.limiter, httpcache.Partition(held), held.Host, false) == nil {
+		b.Fatal("the partition's slot was not free")
+	}
+	// The requests are built before the clock starts, in origin form as Traefik hands them
+	// on: only the miss and its refusal are measured.
+	reqs := make([]*http.Request, b.N)
+	for i := range reqs {
+		q := "/k/x?q=" + strconv.Itoa(i)
+		reqs[i] = httptest.NewRequest(http.MethodGet, "http://example.com"+q, nil)
+		reqs[i].RequestURI = q
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, reqs[i])
+		if w.Code != http.StatusServiceUnavailable {
+			b.Fatalf("status %d, want 503", w.Code)
+		}
+	}
 }
 
 // BenchmarkGateEnterLeave is the origin gate's part of a miss: the breaker's permit, taking

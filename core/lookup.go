@@ -48,7 +48,7 @@ func serveShared(h *Handler, w http.ResponseWriter, r *http.Request) {
 // serveSharedAt is serveShared for a GET or HEAD whose key as the client sent it is key.
 // The caller has found r not the admin's.
 func serveSharedAt(h *Handler, w http.ResponseWriter, r *http.Request, key string) {
-	if h.private != nil && privateRequest(h, w, r, h.keyer.Key(r)) {
+	if h.private != nil && privateRequest(h, w, r, httpcache.Key(&h.keyer, r)) {
 		return
 	}
 	ru := r.RequestURI
@@ -115,7 +115,7 @@ func serveFrom(h *Handler, w http.ResponseWriter, r *http.Request, raw string, r
 		pass(h, w, r, httpcache.Partition(r), []string{statusBypass + paramDetail + "upgrade"})
 		return
 	}
-	key := h.keyer.Key(r)
+	key := httpcache.Key(&h.keyer, r)
 	if h.private != nil && privateRequest(h, w, r, key) {
 		return
 	}

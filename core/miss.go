@@ -164,7 +164,7 @@ func (h *Handler) fetchSolo(w http.ResponseWriter, r *http.Request, key string, 
 	req, cancel := fetchRequest(h, r, stale)
 	f := &soloFetch{sk: &sink{w: w, cacheStatus: cacheStatus}}
 	f.run(h, req, cancel, key, stale)
-	started := f.sk.detach()
+	started := detach(f.sk)
 	if f.panicked != nil {
 		h.e.fetchPanicked(key, f.panicked)
 		if started {
@@ -218,10 +218,10 @@ func lead(h *Handler, w http.ResponseWriter, r *http.Request, c *flight.Call, ke
 		return res, nil
 	})
 	if waitFlight(c, r, nil) == clientGone {
-		sk.detach()
+		detach(sk)
 		return
 	}
-	if sk.detach() {
+	if detach(sk) {
 		streamedEnd(h, r, c)
 		return
 	}
@@ -397,7 +397,7 @@ func deliver(h *Handler, w http.ResponseWriter, r *http.Request, res *fetchResul
 // a fetch of its own.
 func (h *Handler) retry(w http.ResponseWriter, r *http.Request, key string) {
 	if key == "" {
-		key = h.keyer.Key(r)
+		key = httpcache.Key(&h.keyer, r)
 	}
 	now := h.s.Now()
 	if ent, _, _ := lookup(h, r, key, now); ent != nil && now.Before(ent.FreshUntil) {

@@ -176,7 +176,7 @@ func BenchmarkMissRateQueryHitRatio(b *testing.B) {
 	h, _ := missRateBenchHandler(b)
 	r := missRateRequests(1, false)[0]
 	r.RequestURI = r.URL.RequestURI()
-	key := h.keyer.Key(r)
+	key := httpcache.Key(&h.keyer, r)
 	n := len(key) - len(r.URL.RawQuery) - 1
 	missRateHitRatio(b, h, r, func() { missrate.Hit(h.missRate, key[:n]) })
 }

@@ -184,7 +184,8 @@ func (o operator) keyOf(raw string) (string, error) {
 	if u.Scheme == "https" {
 		r.TLS = tlsSeen
 	}
-	return httpcache.NewKeyer(o.s.QueryDrop).Key(r), nil
+	k := httpcache.NewKeyer(o.s.QueryDrop)
+	return httpcache.Key(&k, r), nil
 }
 
 // methodPurge drops a URI's entry from the cache (and the shared store, for every instance
@@ -207,7 +208,7 @@ func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), sitePurgeTimeout)
 	defer cancel()
-	key := h.keyer.Key(r)
+	key := httpcache.Key(&h.keyer, r)
 	if _, err := purgeKey(h.e, ctx, key); err != nil {
 		h.s.Log(fmt.Sprintf("middleware %s: could not purge %s: %v", h.e.name, key, err))
 		// The entry may still be served by every instance sharing the store: say so, so the

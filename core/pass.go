@@ -77,7 +77,7 @@ func unsafeMethod(m string) bool {
 func (h *Handler) invalidate(r *http.Request, targets ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), h.s.StoreTimeout)
 	defer cancel()
-	key := h.keyer.Key(r)
+	key := httpcache.Key(&h.keyer, r)
 	err := h.e.store.Delete(ctx, key)
 	if err != nil {
 		h.s.Log(fmt.Sprintf("middleware %s: could not invalidate %s: %v", h.e.name, key, err))
@@ -93,7 +93,7 @@ func (h *Handler) invalidate(r *http.Request, targets ...string) error {
 		other := r.Clone(ctx)
 		other.URL = &url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
 		other.RequestURI = other.URL.RequestURI()
-		k := h.keyer.Key(other)
+		k := httpcache.Key(&h.keyer, other)
 		h.e.store.Delete(ctx, k)
 	}
 	return err

@@ -396,7 +396,7 @@ func privateFetch(h *Handler, p *privateStage, req *http.Request, cancel context
 	case !rec.storable || oa.purged:
 		return res
 	}
-	ent := p.policy.NewEntry(rec.status, rec.header, rec.body, rec.cc, oa.reqTime, oa.respTime)
+	ent := httpcache.NewEntry(&p.policy, rec.status, rec.header, rec.body, rec.cc, oa.reqTime, oa.respTime)
 	// Kept as long as fresh: a private entry is never revalidated nor served stale.
 	ent.KeepUntil = ent.FreshUntil
 	res.entry = ent

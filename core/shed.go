@@ -92,7 +92,7 @@ type refusal struct {
 // refusal is counted here, once, by reason.
 //
 // The common refusal, with nothing stored to stand in and no Accept to weigh (a flood's
-// shed request), is written by writeRefusal; every other goes through refusedOther. A
+// shed request), is written by writeRefusal; every other goes through refuseOther. A
 // flood's refusals are as many as its fetches, and under Yaegi a call allocates a slot for
 // every value of its function's whole body, taken branch or not (docs/yaegi.md).
 func refuse(h *Handler, w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, f refusal) {
@@ -103,15 +103,15 @@ func refuse(h *Handler, w http.ResponseWriter, r *http.Request, stale *store.Ent
 	countShed(h.e, why)
 	noteRefused(h, r)
 	if stale != nil || why == reasonCircuitOpen || r.Header["Accept"] != nil {
-		refusedOther(h, w, r, stale, cacheStatus, f)
+		refuseOther(h, w, r, stale, cacheStatus, f)
 		return
 	}
 	writeRefusal(h, w, r, why, withDetail(cacheStatus, why.name+f.param), f.retryAfter)
 }
 
-// refusedOther is refuse, counted, for a circuit-open refusal, one that stale may answer,
+// refuseOther is refuse, counted, for a circuit-open refusal, one that stale may answer,
 // and one whose client sent Accept (refusalBody).
-func refusedOther(h *Handler, w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, f refusal) {
+func refuseOther(h *Handler, w http.ResponseWriter, r *http.Request, stale *store.Entry, cacheStatus string, f refusal) {
 	why := f.why
 	if why == reasonCircuitOpen {
 		h.e.metrics.shortCircuits.add(f.scope)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/store"
 )
 
@@ -333,7 +334,7 @@ func TestTruncatedPassThroughAborts(t *testing.T) {
 			h := newTestHandler(t, Settings{Now: clock.Now}, o)
 			r := newRequest(tc.method, tc.url, tc.header...)
 			if tc.mark {
-				h.markPass(h.keyer.Key(r), clock.Now())
+				h.markPass(httpcache.Key(&h.keyer, r), clock.Now())
 			}
 			w := httptest.NewRecorder()
 			if got := serveCatching(t, h, w, r); got != http.ErrAbortHandler {

@@ -165,7 +165,7 @@ func count(cs []*metrics.Counter, i int) {
 // countShed counts a request a protection kept from the origin, in the metrics and in the
 // shed line (core/events) alike.
 func countShed(e *engine, why *reason) {
-	events.CountShed(e.events.summary(), why.name)
+	events.CountShed(shedSummary(e.events), why.name)
 	count(e.metrics.shed, why.index)
 }
 

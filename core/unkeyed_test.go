@@ -49,16 +49,16 @@ func reflectingOrigin(t *testing.T) *scriptOrigin {
 func TestUnkeyedHeadersDoNotChangeTheKey(t *testing.T) {
 	k := httpcache.NewKeyer(nil)
 	const url = "http://example.com/page?b=2&a=1"
-	want := k.Key(newRequest(http.MethodGet, url))
+	want := httpcache.Key(&k, newRequest(http.MethodGet, url))
 	for i := 0; i+1 < len(poisonHeaders); i += 2 {
 		t.Run(poisonHeaders[i], func(t *testing.T) {
-			if got := k.Key(newRequest(http.MethodGet, url, poisonHeaders[i], poisonHeaders[i+1])); got != want {
+			if got := httpcache.Key(&k, newRequest(http.MethodGet, url, poisonHeaders[i], poisonHeaders[i+1])); got != want {
 				t.Errorf("key = %q, want %q", got, want)
 			}
 		})
 	}
 	t.Run("all", func(t *testing.T) {
-		if got := k.Key(newRequest(http.MethodGet, url, poisonHeaders...)); got != want {
+		if got := httpcache.Key(&k, newRequest(http.MethodGet, url, poisonHeaders...)); got != want {
 			t.Errorf("key = %q, want %q", got, want)
 		}
 	})
@@ -88,7 +88,7 @@ func TestUnkeyedForwardedProtoDoesNotChangeTheScheme(t *testing.T) {
 			if tc.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
-			if got := k.Key(r); got != tc.want {
+			if got := httpcache.Key(&k, r); got != tc.want {
 				t.Errorf("key = %q, want %q", got, tc.want)
 			}
 			if got := httpcache.Partition(r); got != tc.want {

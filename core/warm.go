@@ -314,7 +314,7 @@ func warmOne(h *Handler, scheme, host, path string, deadline time.Time) int {
 		warmFailure(e, u, 0, err.Error())
 		return warmFailed
 	}
-	key := h.keyer.Key(req)
+	key := httpcache.Key(&h.keyer, req)
 	if ent, _, _ := lookup(h, req, key, now); ent != nil && !ent.Pass && now.Before(ent.FreshUntil) {
 		cancel()
 		return warmFresh

@@ -28,11 +28,11 @@ func ExampleResponseControl() {
 	// Output: 60 true
 }
 
-func ExampleKeyer_Key() {
+func ExampleKey() {
 	k := httpcache.NewKeyer([]string{"utm_source"})
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/p?b=2&utm_source=x&a=1", nil)
-	fmt.Println(k.Key(r))
-	fmt.Println(httpcache.PartitionOf(k.Key(r)))
+	fmt.Println(httpcache.Key(&k, r))
+	fmt.Println(httpcache.PartitionOf(httpcache.Key(&k, r)))
 	// Output:
 	// http://example.com/p?a=1&b=2
 	// http://example.com/p
@@ -89,10 +89,10 @@ func TestExamplesAsserted(t *testing.T) {
 
 	k := httpcache.NewKeyer([]string{"utm_source"})
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/p?b=2&utm_source=x&a=1", nil)
-	if got, want := k.Key(r), "http://example.com/p?a=1&b=2"; got != want {
+	if got, want := httpcache.Key(&k, r), "http://example.com/p?a=1&b=2"; got != want {
 		t.Errorf("Key = %q, want %q", got, want)
 	}
-	if got, want := httpcache.PartitionOf(k.Key(r)), "http://example.com/p"; got != want {
+	if got, want := httpcache.PartitionOf(httpcache.Key(&k, r)), "http://example.com/p"; got != want {
 		t.Errorf("PartitionOf = %q, want %q", got, want)
 	}
 

@@ -131,7 +131,7 @@ type Policy struct {
 	Private bool
 }
 
-// NewEntry builds the entry for an answer received at respTime to a request sent at reqTime,
+// NewEntry builds, under p, the entry for an answer received at respTime to a request sent at reqTime,
 // computing its age and freshness as RFC 9111 sections 4.2.1 and 4.2.3 say, with the header
 // to store (hop-by-hop fields and the fields meant for Weir alone removed), for an answer
 // that varies, its Vary names, and the answer's tags (Tags). The entry is not prepared for
@@ -140,9 +140,9 @@ type Policy struct {
 // It runs on every miss stored. Under Yaegi each call (an interpreted function, a compiled
 // method such as Header.Get or time.Time's) costs its frame or a reflective call, so the
 // fields are read from the map as sent and parsed only when present (Date, Age, Vary, the
-// tags), the stale windows are written out rather than called, and the entry is made with
-// one composite literal.
-func (p *Policy) NewEntry(status int, h http.Header, body []byte, cc Directives, reqTime, respTime time.Time) *entry.Entry {
+// tags), the stale windows are written out rather than called, the entry is made with one
+// composite literal, and NewEntry is a function rather than a method of Policy.
+func NewEntry(p *Policy, status int, h http.Header, body []byte, cc Directives, reqTime, respTime time.Time) *entry.Entry {
 	date := respTime
 	var apparent time.Duration
 	if d := h["Date"]; len(d) > 0 {

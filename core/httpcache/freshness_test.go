@@ -150,7 +150,7 @@ func TestNewEntryFreshness(t *testing.T) {
 				reqTime = resp
 			}
 			p := &Policy{DefaultTTL: tc.DefaultTTL, StaleIfError: tc.policySIE, StaleWhileRevalidate: tc.policySWR}
-			e := p.NewEntry(status, tc.header, []byte("b"), ParseCacheControl(tc.header["Cache-Control"]), reqTime, resp)
+			e := NewEntry(p, status, tc.header, []byte("b"), ParseCacheControl(tc.header["Cache-Control"]), reqTime, resp)
 			if got := resp.Sub(e.Born); got != tc.wantAge {
 				t.Errorf("age = %s, want %s", got, tc.wantAge)
 			}
@@ -182,11 +182,11 @@ func TestNewEntryFreshness(t *testing.T) {
 func TestNewEntryVary(t *testing.T) {
 	p := &Policy{}
 	now := time.Now()
-	e := p.NewEntry(200, http.Header{"Cache-Control": {"max-age=1"}, "Vary": {"accept-encoding, Accept-Language"}}, nil, ParseCacheControl([]string{"max-age=1"}), now, now)
+	e := NewEntry(p, 200, http.Header{"Cache-Control": {"max-age=1"}, "Vary": {"accept-encoding, Accept-Language"}}, nil, ParseCacheControl([]string{"max-age=1"}), now, now)
 	if want := []string{"Accept-Encoding", "Accept-Language"}; !reflect.DeepEqual(e.Vary, want) {
 		t.Errorf("Vary = %q, want %q", e.Vary, want)
 	}
-	e = p.NewEntry(200, http.Header{"Cache-Control": {"max-age=1"}}, nil, ParseCacheControl([]string{"max-age=1"}), now, now)
+	e = NewEntry(p, 200, http.Header{"Cache-Control": {"max-age=1"}}, nil, ParseCacheControl([]string{"max-age=1"}), now, now)
 	if e.Vary != nil {
 		t.Errorf("Vary = %q, want none", e.Vary)
 	}

@@ -245,9 +245,9 @@ func TestQueryNormalizeSeeds(t *testing.T) { querytest.Run(t, querySeeds, checkQ
 
 func checkQueryProps(t *testing.T, q, drop string, seed int64) {
 	k := NewKeyer(querytest.DropList(drop))
-	got, _ := k.normalizeQuery(q)
+	got, _ := normalizeQuery(&k, q)
 
-	if again, _ := k.normalizeQuery(got); again != got {
+	if again, _ := normalizeQuery(&k, got); again != got {
 		t.Fatalf("normalizeQuery(%q) = %q, not idempotent: %q", q, got, again)
 	}
 	if got != "" && (k.drop != nil || strings.IndexByte(q, '&') >= 0) {
@@ -264,12 +264,12 @@ func checkQueryProps(t *testing.T, q, drop string, seed int64) {
 	// The key does not depend on the order of the parameters. Repeated names keep their
 	// order (a=2&a=1 is not a=1&a=2 for most origins), so only that order is kept.
 	shuffled := querytest.Shuffle(q, seed)
-	if again, _ := k.normalizeQuery(shuffled); again != got {
+	if again, _ := normalizeQuery(&k, shuffled); again != got {
 		t.Fatalf("normalizeQuery(%q) = %q, but reordered %q gives %q", q, got, shuffled, again)
 	}
 	r1 := &http.Request{Host: "example.com", URL: &url.URL{Path: "/p", RawQuery: q}}
 	r2 := &http.Request{Host: "example.com", URL: &url.URL{Path: "/p", RawQuery: shuffled}}
-	if k1, k2 := k.Key(r1), k.Key(r2); k1 != k2 {
+	if k1, k2 := Key(&k, r1), Key(&k, r2); k1 != k2 {
 		t.Fatalf("key with query %q = %q, with %q = %q", q, k1, shuffled, k2)
 	}
 }

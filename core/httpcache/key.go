@@ -114,14 +114,15 @@ func requestPath(r *http.Request) string {
 	return r.URL.EscapedPath()
 }
 
-// Key returns the cache key of r: its scheme, its host as sent, its path and its normalised
-// query. The engine's hit
-// path builds the same key inline for requests without a query, from RequestURI whole.
+// Key returns the cache key of r under k: its scheme, its host as sent, its path and its
+// normalised query. The engine's hit path builds the same key inline for requests without a
+// query, from RequestURI whole. A function, not a method of Keyer: every miss calls it, and
+// under Yaegi a method call goes through a reflective wrapper (docs/yaegi.md).
 //
 // `/p?` and `/p` are two keys: RFC 3986 section 6.2.3 keeps an empty query apart from none,
 // and an origin may answer them differently. Only the operator's key.queryDrop may make a
 // query vanish from the key.
-func (k Keyer) Key(r *http.Request) string {
+func Key(k *Keyer, r *http.Request) string {
 	part := keyPartition(r)
 	if r.URL.RawQuery == "" {
 		if r.URL.ForceQuery || strings.IndexByte(r.RequestURI, '?') >= 0 {
@@ -129,7 +130,7 @@ func (k Keyer) Key(r *http.Request) string {
 		}
 		return part
 	}
-	q, dropped := k.normalizeQuery(r.URL.RawQuery)
+	q, dropped := normalizeQuery(k, r.URL.RawQuery)
 	if q == "" && dropped {
 		return part
 	}
@@ -139,7 +140,7 @@ func (k Keyer) Key(r *http.Request) string {
 // normalizeQuery drops empty and dropped parameters and sorts the rest; dropped reports
 // whether key.queryDrop removed one. Parameters keep their encoding: two spellings of one
 // value stay two keys, which costs a miss, never a wrong hit.
-func (k Keyer) normalizeQuery(q string) (norm string, dropped bool) {
+func normalizeQuery(k *Keyer, q string) (norm string, dropped bool) {
 	if k.drop == nil && strings.IndexByte(q, '&') < 0 {
 		return q, false
 	}

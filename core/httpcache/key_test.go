@@ -43,7 +43,7 @@ func TestKeyerKey(t *testing.T) {
 			if tc.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
-			if got := k.Key(r); got != tc.want {
+			if got := Key(&k, r); got != tc.want {
 				t.Errorf("key(%s) = %q, want %q", tc.url, got, tc.want)
 			}
 		})
@@ -54,11 +54,11 @@ func TestKeyerKey(t *testing.T) {
 func TestKeyIgnoresRewriteHeaders(t *testing.T) {
 	k := NewKeyer(nil)
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/a", nil)
-	want := k.Key(r)
+	want := Key(&k, r)
 	for _, h := range []string{"X-Forwarded-Host", "X-Original-Url", "X-Rewrite-Url", "X-Forwarded-Proto", "Forwarded"} {
 		r2 := httptest.NewRequest(http.MethodGet, "http://example.com/a", nil)
 		r2.Header.Set(h, "evil.example")
-		if got := k.Key(r2); got != want {
+		if got := Key(&k, r2); got != want {
 			t.Errorf("key with %s = %q, want %q", h, got, want)
 		}
 	}
@@ -73,7 +73,7 @@ func TestHostSpellingsSharePartitionNotKey(t *testing.T) {
 	for _, host := range []string{"example.com", "EXAMPLE.com", "example.com.", "example.com:1", "Example.COM:8080"} {
 		r := httptest.NewRequest(http.MethodGet, "http://example.com/p?a=1", nil)
 		r.Host = host
-		key := k.Key(r)
+		key := Key(&k, r)
 		if want := "http://" + host + "/p?a=1"; key != want {
 			t.Errorf("Host %q: key %q, want %q (the host as sent)", host, key, want)
 		}
@@ -127,7 +127,7 @@ func TestNormalizeQueryWithoutDrop(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			if got, _ := k.normalizeQuery(tc.in); got != tc.want {
+			if got, _ := normalizeQuery(&k, tc.in); got != tc.want {
 				t.Errorf("normalizeQuery(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})

@@ -57,7 +57,7 @@ func TestNewEntryTags(t *testing.T) {
 	p := &Policy{}
 	now := time.Now()
 	h := http.Header{"Cache-Control": {"max-age=1"}, "Surrogate-Key": {"p1 all"}, "Cache-Tag": {"c1"}}
-	e := p.NewEntry(200, h, nil, ParseCacheControl(h["Cache-Control"]), now, now)
+	e := NewEntry(p, 200, h, nil, ParseCacheControl(h["Cache-Control"]), now, now)
 	if want := []string{"p1", "all", "c1"}; !reflect.DeepEqual(e.Tags, want) {
 		t.Errorf("Tags = %q, want %q", e.Tags, want)
 	}
@@ -67,7 +67,7 @@ func TestNewEntryTags(t *testing.T) {
 	if got := e.Header["Cache-Tag"]; !reflect.DeepEqual(got, []string{"c1"}) {
 		t.Errorf("stored Cache-Tag = %q, want it as sent", got)
 	}
-	e = p.NewEntry(200, http.Header{"Cache-Control": {"max-age=1"}}, nil, ParseCacheControl([]string{"max-age=1"}), now, now)
+	e = NewEntry(p, 200, http.Header{"Cache-Control": {"max-age=1"}}, nil, ParseCacheControl([]string{"max-age=1"}), now, now)
 	if e.Tags != nil {
 		t.Errorf("Tags = %q, want none", e.Tags)
 	}

@@ -200,7 +200,7 @@ func TestTargetedFieldIgnoresExpires(t *testing.T) {
 			if !ok {
 				return
 			}
-			e := p.NewEntry(200, tc.header, nil, cc, now, now)
+			e := NewEntry(p, 200, tc.header, nil, cc, now, now)
 			if got := e.FreshUntil.Sub(e.Born); got != tc.wantLifetime {
 				t.Errorf("lifetime = %v, want %v", got, tc.wantLifetime)
 			}
