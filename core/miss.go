@@ -351,15 +351,41 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request, c *flight.Call,
 	deliver(h, w, r, res, stale, cacheStatus, true)
 }
 
-// deliver writes a flight's result to one waiter.
+// deliver writes a flight's result to one waiter. The two answers of a flood, a refusal and
+// an entry fetched, are written here, every other by deliverOther: under Yaegi a call
+// allocates a slot for every value of its function's whole body (docs/yaegi.md). A result
+// carries at most one of a refusal, an entry, a truncated body and an origin error.
 func deliver(h *Handler, w http.ResponseWriter, r *http.Request, res *fetchResult, stale *store.Entry, cacheStatus string, follower bool) {
+	if res.refused.why != nil {
+		refuse(h, w, r, stale, cacheStatus, res.refused)
+		return
+	}
+	if res.entry == nil || res.truncated || res.originError {
+		deliverOther(h, w, r, res, stale, cacheStatus, follower)
+		return
+	}
+	if res.stored && !follower {
+		cacheStatus += paramStored
+	}
+	if res.revalidated {
+		cacheStatus += "; fwd-status=304"
+	}
+	a := &answer{ent: res.entry, cache: cacheStatus}
+	if res.unstoredPath {
+		a.detail = reasonUnstoredPath
+	}
+	// writeEntry, not write, which would only hand the answer on: under Yaegi the
+	// method's call costs a frame and a reflective wrapper on every miss.
+	writeEntry(h, w, r, a)
+}
+
+// deliverOther is deliver for every result but a refusal and an entry.
+func deliverOther(h *Handler, w http.ResponseWriter, r *http.Request, res *fetchResult, stale *store.Entry, cacheStatus string, follower bool) {
 	switch {
 	case res.truncated:
 		// RFC 9112 section 8: a body that ended short is no answer; stale if allowed, else
 		// 502, for every waiter.
 		h.failed(w, r, stale, cacheStatus, "origin-truncated")
-	case res.refused.why != nil:
-		refuse(h, w, r, stale, cacheStatus, res.refused)
 	case res.originError:
 		// FR-COA-5: each waiter serves stale from its own lookup if stale-if-error allows it,
 		// otherwise the error; nobody retries.
@@ -368,20 +394,6 @@ func deliver(h *Handler, w http.ResponseWriter, r *http.Request, res *fetchResul
 			return
 		}
 		h.write(w, r, &answer{status: res.status, header: res.header, body: res.body, shared: follower, cache: cacheStatus, detail: "origin-error"})
-	case res.entry != nil:
-		if res.stored && !follower {
-			cacheStatus += paramStored
-		}
-		if res.revalidated {
-			cacheStatus += "; fwd-status=304"
-		}
-		a := &answer{ent: res.entry, cache: cacheStatus}
-		if res.unstoredPath {
-			a.detail = reasonUnstoredPath
-		}
-		// writeEntry, not write, which would only hand the answer on: under Yaegi the
-		// method's call costs a frame and a reflective wrapper on every miss.
-		writeEntry(h, w, r, a)
 	case res.declined && !follower:
 		// The leader asked for a range of an answer Weir could not hold: it asks the
 		// origin for its range itself rather than wait for the whole answer.
