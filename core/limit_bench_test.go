@@ -45,15 +45,7 @@ func BenchmarkLimiterShed(b *testing.B) {
 		reqs[i] = httptest.NewRequest(http.MethodGet, "http://example.com"+q, nil)
 		reqs[i].RequestURI = q
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, reqs[i])
-		if w.Code != http.StatusServiceUnavailable {
-			b.Fatalf("status %d, want 503", w.Code)
-		}
-	}
+	limBenchServe(b, h, reqs, http.StatusServiceUnavailable)
 }
 
 // BenchmarkGateEnterLeave is the origin gate's part of a miss: the breaker's permit, taking
@@ -99,13 +91,20 @@ func limBenchMiss(b *testing.B, ls limit.Settings) {
 	for i := range reqs {
 		reqs[i] = httptest.NewRequest(http.MethodGet, "http://example.com/k/"+strconv.Itoa(i), nil)
 	}
+	limBenchServe(b, h, reqs, http.StatusOK)
+}
+
+// limBenchServe starts the clock and serves reqs with h, one an operation, each answered
+// with status want.
+func limBenchServe(b *testing.B, h *Handler, reqs []*http.Request, want int) {
+	b.Helper()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, reqs[i])
-		if w.Code != http.StatusOK {
-			b.Fatalf("status %d, want 200", w.Code)
+		if w.Code != want {
+			b.Fatalf("status %d, want %d", w.Code, want)
 		}
 	}
 }
