@@ -12,8 +12,8 @@ import (
 // What a call into another interpreted package costs against the same call within core,
 // under yaegi test -bench (docs/yaegi.md): localPartitionOf and localWeirOnlyField are
 // copies of httpcache.PartitionOf and httpcache.WeirOnlyField, constants included.
-// BenchmarkKeyerKey measures a method of httpcache against the same method measured in core
-// before it moved.
+// BenchmarkKey measures the cache key's function of httpcache (a method of Keyer when it was
+// set against the same method measured in core before it moved).
 
 func localPartitionOf(key string) string {
 	if i := strings.IndexByte(key, '?'); i >= 0 {
@@ -64,7 +64,7 @@ func BenchmarkSwitchCallAcrossPackage(b *testing.B) {
 	}
 }
 
-func BenchmarkKeyerKey(b *testing.B) {
+func BenchmarkKey(b *testing.B) {
 	k := httpcache.NewKeyer(nil)
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/p?b=2&a=1", nil)
 	for i := 0; i < b.N; i++ {
