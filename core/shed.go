@@ -133,7 +133,7 @@ func writeRefusal(h *Handler, w http.ResponseWriter, r *http.Request, why *reaso
 	}
 	hdr := w.Header()
 	if retryAfter > 0 {
-		hdr["Retry-After"] = []string{strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10)}
+		hdr["Retry-After"] = []string{strconv.FormatInt(ceilSeconds(retryAfter), 10)}
 	}
 	hdr["Cache-Status"] = []string{cs}
 	hdr["X-Content-Type-Options"] = []string{"nosniff"}
