@@ -166,6 +166,35 @@ func writeEntry(h *Handler, w http.ResponseWriter, r *http.Request, a *answer) {
 	}
 }
 
+// writeFetched is writeEntry for a miss's answer just fetched and stored, ent, to a client
+// that sent no validators and no Range: it counts a miss, and writes ent's prepared header
+// (Entry.Hot) with its Age and Cache-Status cs. Every miss stored of a flood is answered
+// here, and writeEntry's frame, with the values of its hits, 304s and ranges, costs twice
+// this one's under Yaegi (docs/yaegi.md).
+func writeFetched(h *Handler, w http.ResponseWriter, r *http.Request, ent *store.Entry, cs string) {
+	if atomic.AddInt64(&h.e.metrics.outcomes[outcomeMiss].N, 1)%consoleSample == 0 {
+		sampleAnswer(h, r, outcomeMiss)
+	}
+	hot := &ent.Hot
+	hdr := w.Header()
+	values := hot.Values
+	for i, k := range hot.Names {
+		hdr[k] = values[i]
+	}
+	// writeEntry's Age in Unix nanoseconds: whole seconds since the entry was born, never
+	// negative (RFC 9111 section 5.1).
+	age := (h.now().UnixNano() - hot.BornNano) / 1e9
+	if age < 0 {
+		age = 0
+	}
+	hdr["Age"] = []string{strconv.FormatInt(age, 10)}
+	hdr["Cache-Status"] = []string{cs}
+	w.WriteHeader(ent.Status)
+	if r.Method != "HEAD" {
+		w.Write(ent.Body)
+	}
+}
+
 // writeHeld writes a held answer, without the fields meant for Weir alone.
 func writeHeld(w http.ResponseWriter, a *answer) {
 	dst := w.Header()

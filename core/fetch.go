@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,28 +91,39 @@ func fetchRequest(h *Handler, r *http.Request, stale *store.Entry) (*http.Reques
 	return req, cancel
 }
 
-// fetch sends req to the origin and stores what may be stored. sk is the leader's writer
-// for answers that cannot be held; nil for background refreshes.
+// fetch sends req to the origin and stores what may be stored under key, in partition part
+// (httpcache.PartitionOf(key), which its caller has mostly found already). sk is the
+// leader's writer for answers that cannot be held; nil for background refreshes.
 //
-// The common answer, whole, held and storable, is built and stored here; every other goes
-// to fetchOther. Under Yaegi a call allocates a slot for every value of its function's whole
-// body, taken branch or not (docs/yaegi.md): the cases a miss rarely meets would otherwise
-// cost every miss.
-func fetch(h *Handler, req *http.Request, cancel context.CancelFunc, key string, stale *store.Entry, sk *sink) *fetchResult {
+// The common answer, whole, held and storable, is built and stored by fetchAnswered; every
+// other goes to fetchOther. Under Yaegi a call allocates a slot for every value of its
+// function's whole body, taken branch or not (docs/yaegi.md): the cases a miss rarely meets
+// would otherwise cost every miss, and what follows the origin's answer every refusal.
+func fetch(h *Handler, req *http.Request, cancel context.CancelFunc, key, part string, stale *store.Entry, sk *sink) *fetchResult {
 	defer cancel()
 	// Every fetch holds an origin slot until its answer is buffered or streamed (FR-LIM-1);
 	// a background refresh never queues and never takes the foreground's reserve (FR-LIM-4).
-	// The cache's fetches carry no body; the partition is the key's, already at hand.
+	// The cache's fetches carry no body.
 	way := wayRecord
 	if sk == nil {
 		way |= wayBackground
 	}
-	// cache.ttls chooses the policy (its default freshness), cache.paths whether to store.
-	pol, keep := bucketOf(h, key)
-	oa, refused := gatedFetch(h, req, httpcache.PartitionOf(key), way, pol, sk, stale != nil)
+	// cache.ttls chooses the policy (its default freshness), cache.paths whether to store;
+	// without either, bucketOf's own first test, without its call.
+	pol, keep := &h.policy, true
+	if h.buckets != nil {
+		pol, keep = bucketOf(h, key)
+	}
+	oa, refused := gatedFetch(h, req, part, way, pol, sk, stale != nil)
 	if oa == nil {
 		return &fetchResult{refused: *refused}
 	}
+	return fetchAnswered(h, req, key, stale, pol, keep, oa)
+}
+
+// fetchAnswered is fetch once the origin has answered, oa: out of fetch's body, which a
+// fetch the gate refuses (two in five of a flood's) pays for under Yaegi (docs/yaegi.md).
+func fetchAnswered(h *Handler, req *http.Request, key string, stale *store.Entry, pol *httpcache.Policy, keep bool, oa *originAnswer) *fetchResult {
 	rec := oa.rec
 	// The common answer: a whole 2xx, held, storable.
 	if oa.truncated || rec.mode != modeBuffer || !rec.storable || rec.status >= 300 {
@@ -157,7 +169,7 @@ func fetchOther(h *Handler, req *http.Request, key string, stale *store.Entry, p
 		cc := httpcache.ResponseControl(merged)
 		ent := httpcache.NewEntry(pol, stale.Status, merged, stale.Body, cc, reqTime, respTime)
 		res.status, res.header, res.body = ent.Status, ent.Header, ent.Body
-		if ok, reason := pol.Storable(req, stale.Status, merged, cc); !ok {
+		if ok, reason := httpcache.Storable(pol, req, stale.Status, merged, cc); !ok {
 			// A 304 that sets a cookie or makes the answer private or no-store updates it for
 			// the leader only: neither stored nor shared with followers.
 			res.reason = reason
@@ -213,13 +225,24 @@ type originAnswer struct {
 // req through the gate (part its partition, way enter's) into a recorder of pol (sk the
 // leader's writer, nil for a background refresh; stale: a conditional request for a stale
 // entry), its answer recorded with the gate. It returns nil and the gate's refusal when the
-// gate kept req from the origin. A function, not a method: one frame per fetch.
+// gate kept req from the origin. A function, not a method: one frame per fetch. The trip
+// itself is originTrip's: in a flood two fetches in five are refused here, and under Yaegi
+// a call allocates a slot for every value of its callee's whole body (docs/yaegi.md).
 func gatedFetch(h *Handler, req *http.Request, part string, way int, pol *httpcache.Policy, sk *sink, stale bool) (*originAnswer, *refusal) {
 	host := hostkey.Canonical(req.Host)
 	t, refused := enter(h, req.Context(), part, host, req.URL.Path, false, way)
 	if t == nil {
 		return nil, refused
 	}
+	// The result in a variable of its own before the return: Yaegi v0.16.1 returns some
+	// calls' results in both places of a two-value return (docs/yaegi.md).
+	oa := originTrip(h, t, req, part, host, pol, sk, stale)
+	return oa, nil
+}
+
+// originTrip is gatedFetch's trip to the origin through t, the gate's ticket, which it
+// leaves: req's answer recorded under pol, for partition part of host.
+func originTrip(h *Handler, t *ticket, req *http.Request, part, host string, pol *httpcache.Policy, sk *sink, stale bool) *originAnswer {
 	// Deferred: a panic in the next handler must not keep the slot.
 	defer leave(h, t, 0, 0, nil)
 	rec := &recorder{h: h, policy: pol, req: req, header: make(http.Header), sink: sk, stale: stale}
@@ -245,7 +268,7 @@ func gatedFetch(h *Handler, req *http.Request, part string, way int, pol *httpca
 	// of an answer that never came whole. A body the fetch gave up on itself (declined,
 	// discarded) is short on purpose.
 	oa.truncated = rec.written < rec.declared && rec.mode != modeDecline && rec.mode != modeDiscard
-	return oa, nil
+	return oa
 }
 
 // markUnshared marks key hit-for-pass after an answer that could not be shared for reason,
@@ -321,14 +344,17 @@ func (rec *recorder) WriteHeader(status int) {
 	rec.wroteHeader = true
 	rec.status = status
 	rec.cc = httpcache.ResponseControl(rec.header)
-	rec.storable, rec.reason = rec.policy.Storable(rec.req, status, rec.header, rec.cc)
+	rec.storable, rec.reason = httpcache.Storable(rec.policy, rec.req, status, rec.header, rec.cc)
 	rec.mode = modeBuffer
 	rec.declared = -1
 	// A 304's Content-Length is the stored answer's, and a 204 has no body (RFC 9110
-	// section 8.6).
+	// section 8.6). Header fields are read from the map, as Header.Get would read them
+	// (its key is canonical already), without its reflective call under Yaegi.
 	if status != http.StatusNoContent && status != http.StatusNotModified {
-		if n, err := strconv.ParseInt(rec.header.Get("Content-Length"), 10, 64); err == nil && n >= 0 {
-			rec.declared = n
+		if cl := rec.header["Content-Length"]; len(cl) > 0 {
+			if n, err := strconv.ParseInt(cl[0], 10, 64); err == nil && n >= 0 {
+				rec.declared = n
+			}
 		}
 	}
 	if rec.sink == nil || httpcache.IsOriginError(status) || (status == http.StatusNotModified && rec.stale) {
@@ -346,9 +372,11 @@ func (rec *recorder) WriteHeader(status int) {
 	}
 }
 
+// isEventStream tells whether h's Content-Type (its first line, as Header.Get reads it) is
+// text/event-stream: an answer that never ends, streamed rather than held.
 func isEventStream(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return len(ct) >= 17 && ct[:17] == "text/event-stream"
+	ct := h["Content-Type"]
+	return len(ct) > 0 && strings.HasPrefix(ct[0], "text/event-stream")
 }
 
 func (rec *recorder) Write(p []byte) (int, error) {
@@ -363,29 +391,36 @@ func (rec *recorder) Write(p []byte) (int, error) {
 		return 0, errDetached
 	}
 	if int64(len(rec.body)+len(p)) > rec.policy.MaxEntrySize {
-		// Over the limit: never held whole. The leader gets what was held and the rest as
-		// it arrives; a background refresh gives up.
-		if rec.sink == nil {
-			rec.mode = modeDiscard
-			rec.body = nil
-			return 0, errDetached
-		}
-		rec.reason = httpcache.ReasonTooLarge
-		held := rec.body
-		rec.body = nil
-		rec.stream()
-		if rec.mode == modeDecline {
-			return 0, errDetached
-		}
-		if len(held) > 0 {
-			if _, err := rec.sink.write(held); err != nil {
-				return 0, err
-			}
-		}
-		return rec.sink.write(p)
+		return rec.overflow(p)
 	}
 	rec.body = append(rec.body, p...)
 	return len(p), nil
+}
+
+// overflow is Write for the write that takes a held answer over the size limit, out of
+// Write's body: every write of every answer fetched pays for Write's values under Yaegi
+// (docs/yaegi.md), and few answers are too large.
+func (rec *recorder) overflow(p []byte) (int, error) {
+	// Never held whole. The leader gets what was held and the rest as it arrives; a
+	// background refresh gives up.
+	if rec.sink == nil {
+		rec.mode = modeDiscard
+		rec.body = nil
+		return 0, errDetached
+	}
+	rec.reason = httpcache.ReasonTooLarge
+	held := rec.body
+	rec.body = nil
+	rec.stream()
+	if rec.mode == modeDecline {
+		return 0, errDetached
+	}
+	if len(held) > 0 {
+		if _, err := rec.sink.write(held); err != nil {
+			return 0, err
+		}
+	}
+	return rec.sink.write(p)
 }
 
 // Flush is a no-op: a held answer is sent whole, a streamed one is flushed on every write.

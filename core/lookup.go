@@ -112,7 +112,7 @@ func serveFrom(h *Handler, w http.ResponseWriter, r *http.Request, raw string, r
 		return
 	}
 	if len(r.Header["Upgrade"]) > 0 {
-		pass(h, w, r, httpcache.Partition(r), []string{statusBypass + paramDetail + "upgrade"})
+		passUpgrade(h, w, r)
 		return
 	}
 	key := httpcache.Key(&h.keyer, r)
@@ -125,6 +125,23 @@ func serveFrom(h *Handler, w http.ResponseWriter, r *http.Request, raw string, r
 	if key != raw {
 		rawEnt = get(h, r.Context(), key, now)
 	}
+	if rawEnt == nil {
+		// Nothing stored: a miss, the most frequent way through here (a flood of distinct
+		// queries is nothing else), without serveStored's frame.
+		miss(h, w, r, key, key, nil, false, now)
+		return
+	}
+	serveStored(h, w, r, key, rawEnt, now)
+}
+
+// passUpgrade passes a request to upgrade its connection (a WebSocket) to the origin.
+func passUpgrade(h *Handler, w http.ResponseWriter, r *http.Request) {
+	pass(h, w, r, httpcache.Partition(r), []string{statusBypass + paramDetail + "upgrade"})
+}
+
+// serveStored is serveFrom for a request under whose key, key, storage holds rawEnt: a
+// variant index to follow, a hit-for-pass mark, a fresh entry, or one to revalidate.
+func serveStored(h *Handler, w http.ResponseWriter, r *http.Request, key string, rawEnt *store.Entry, now time.Time) {
 	ent, lookupKey, varyMiss := followIndex(h, r, key, rawEnt, now)
 	if ent != nil && ent.Pass {
 		pass(h, w, r, httpcache.Partition(r), h.passStatusValue)

@@ -337,7 +337,7 @@ func privateRequest(h *Handler, w http.ResponseWriter, r *http.Request, key stri
 		h.write(w, r, &answer{ent: ent, hit: true, detail: privateDetail})
 		return true
 	}
-	lead(h, w, r, c, pkey, nil, statusFwd+fwdURIMiss, p)
+	lead(h, w, r, c, pkey, "", nil, statusFwd+fwdURIMiss, p)
 	return true
 }
 

@@ -32,8 +32,27 @@ func init() {
 }
 
 // limiterRefusal is the refusal of a request the limiter refused with err: when to come back
-// is the queue wait (h.queueWait).
+// is the queue wait (h.queueWait). The limiter's errors come as they are, but for
+// ErrContextDone, which wraps the context's: compared first, without errors.Is's calls into
+// compiled code, which a flood's every shed request would pay under Yaegi (docs/yaegi.md).
 func limiterRefusal(h *Handler, err error) refusal {
+	why := reasonQueueFull
+	switch err {
+	case limit.ErrQueueWait:
+		why = reasonQueueWait
+	case limit.ErrPartitionQueueFull:
+		why = reasonPartitionQueueFull
+	case limit.ErrNoBackgroundSlot:
+		why = reasonBackgroundBusy
+	case limit.ErrQueueFull:
+	default:
+		return wrappedLimiterRefusal(h, err)
+	}
+	return refusal{why: why, retryAfter: h.queueWait}
+}
+
+// wrappedLimiterRefusal is limiterRefusal for an error that wraps the limiter's.
+func wrappedLimiterRefusal(h *Handler, err error) refusal {
 	why := reasonQueueFull
 	switch {
 	case errors.Is(err, limit.ErrContextDone):

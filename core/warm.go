@@ -325,7 +325,7 @@ func warmOne(h *Handler, scheme, host, path string, deadline time.Time) int {
 		return warmBusy
 	}
 	flight.RunHere(e.flights, key, c, func() (interface{}, error) {
-		return fetch(h, req, cancel, key, nil, nil), nil
+		return fetch(h, req, cancel, key, httpcache.PartitionOf(key), nil, nil), nil
 	})
 	v, err := flight.Result(c)
 	res, _ := v.(*fetchResult)

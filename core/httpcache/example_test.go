@@ -38,11 +38,11 @@ func ExampleKey() {
 	// http://example.com/p
 }
 
-func ExamplePolicy_Storable() {
+func ExampleStorable() {
 	p := &httpcache.Policy{DefaultTTL: time.Minute}
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
 	h := http.Header{"Cache-Control": {"max-age=60"}, "Set-Cookie": {"id=1"}}
-	fmt.Println(p.Storable(r, http.StatusOK, h, httpcache.ResponseControl(h)))
+	fmt.Println(httpcache.Storable(p, r, http.StatusOK, h, httpcache.ResponseControl(h)))
 	// Output: false set-cookie
 }
 
@@ -98,7 +98,7 @@ func TestExamplesAsserted(t *testing.T) {
 
 	p := &httpcache.Policy{DefaultTTL: time.Minute}
 	h := http.Header{"Cache-Control": {"max-age=60"}, "Set-Cookie": {"id=1"}}
-	if ok, reason := p.Storable(httptest.NewRequest(http.MethodGet, "http://example.com/", nil), http.StatusOK, h, httpcache.ResponseControl(h)); ok || reason != httpcache.ReasonCookie {
+	if ok, reason := httpcache.Storable(p, httptest.NewRequest(http.MethodGet, "http://example.com/", nil), http.StatusOK, h, httpcache.ResponseControl(h)); ok || reason != httpcache.ReasonCookie {
 		t.Errorf("Storable = %v, %q; want false, %q", ok, reason, httpcache.ReasonCookie)
 	}
 

@@ -48,11 +48,17 @@ const (
 // Storable tells whether an answer to r with status, header h and directives cc (read by
 // ResponseControl) may be stored by a shared cache (RFC 9111 section 3), with Weir's
 // stricter rule that an answer setting a cookie is never shared. When it may not, reason
-// says why, one of the Reason constants.
-func (p *Policy) Storable(r *http.Request, status int, h http.Header, cc Directives) (bool, string) {
+// says why, one of the Reason constants. p is the cache's policy.
+//
+// Every answer fetched is judged here: a function rather than a method of Policy, and the
+// request's directives and Vary parsed only when present, since under Yaegi a method call
+// goes through a reflective wrapper and every call costs its frame (docs/yaegi.md).
+func Storable(p *Policy, r *http.Request, status int, h http.Header, cc Directives) (bool, string) {
 	explicit := cc.SMaxAge >= 0 || cc.MaxAge >= 0 || (len(h["Expires"]) > 0 && !cc.Targeted)
+	// One case each: Yaegi v0.16.1 evaluates only the first expression of a tagless
+	// switch's case list.
 	switch {
-	case RequestNoStore(r):
+	case r.Header["Cache-Control"] != nil && RequestNoStore(r):
 		// RFC 9111 section 5.2.1.5: no part of the answer to such a request is stored.
 		return false, ReasonReqStore
 	case cc.NoStore:
@@ -71,8 +77,10 @@ func (p *Policy) Storable(r *http.Request, status int, h http.Header, cc Directi
 	if !p.Private && len(r.Header["Authorization"]) > 0 && !cc.Public && cc.SMaxAge < 0 && !cc.MustRevalidate {
 		return false, ReasonAuth
 	}
-	if _, star := parseVary(h["Vary"]); star {
-		return false, ReasonVaryStar
+	if v := h["Vary"]; len(v) > 0 {
+		if _, star := parseVary(v); star {
+			return false, ReasonVaryStar
+		}
 	}
 	validator := len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0
 	if explicit || validator || (p.DefaultTTL > 0 && heuristicStatus[status]) {
@@ -140,8 +148,8 @@ type Policy struct {
 // It runs on every miss stored. Under Yaegi each call (an interpreted function, a compiled
 // method such as Header.Get or time.Time's) costs its frame or a reflective call, so the
 // fields are read from the map as sent and parsed only when present (Date, Age, Vary, the
-// tags), the stale windows are written out rather than called, the entry is made with one
-// composite literal, and NewEntry is a function rather than a method of Policy.
+// tags), what only some answers need is entryExtras's, the entry is made with one composite
+// literal, and NewEntry is a function rather than a method of Policy.
 func NewEntry(p *Policy, status int, h http.Header, body []byte, cc Directives, reqTime, respTime time.Time) *entry.Entry {
 	date := respTime
 	var apparent time.Duration
@@ -185,23 +193,43 @@ func NewEntry(p *Policy, status int, h http.Header, body []byte, cc Directives, 
 	}
 
 	fresh := born.Add(lifetime)
+	e := &entry.Entry{
+		Status: status, Header: storedHeader(h, body), Body: body,
+		Born: born, FreshUntil: fresh, KeepUntil: fresh,
+	}
+	// What only some answers need, out of line: a stale window (the origin's directive, or
+	// the operator's stale.*), a validator, Vary, tags. Every stored answer passes here, and
+	// under Yaegi a call allocates a slot for every value of its callee's whole body
+	// (docs/yaegi.md).
+	if p.StaleWhileRevalidate > 0 || p.StaleIfError > 0 || cc.StaleWhileRevalidate >= 0 || cc.StaleIfError >= 0 ||
+		len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0 || len(h["Vary"]) > 0 ||
+		len(h[FieldSurrogateKey]) > 0 || len(h[FieldCacheTag]) > 0 {
+		entryExtras(p, e, h, cc, lifetime)
+	}
+	return e
+}
+
+// entryExtras gives e, just built by NewEntry for an answer with header h, directives cc
+// and freshness lifetime, its stale windows, how long it is kept for them or for
+// revalidation, its Vary names and its tags.
+func entryExtras(p *Policy, e *entry.Entry, h http.Header, cc Directives, lifetime time.Duration) {
+	fresh := e.FreshUntil
 	keep := fresh
-	var swrUntil, sieUntil time.Time
 	// must-revalidate, proxy-revalidate, s-maxage and no-cache forbid serving stale
 	// (RFC 9111 sections 5.2.2.2, 5.2.2.8, 5.2.2.10; RFC 5861 section 1). Each window is the
 	// origin's directive in seconds when it sent one (-1: none), else the operator's; the
 	// entry is kept past freshness for as long as a window may need it. The two windows are
-	// written out rather than one function called twice: every stored answer passes here,
-	// and under Yaegi each call costs its frame (docs/yaegi.md).
+	// written out rather than one function called twice: under Yaegi each call costs its
+	// frame (docs/yaegi.md).
 	if !cc.MustRevalidate && !cc.ProxyRevalidate && !cc.NoCache && cc.SMaxAge < 0 {
 		swr := p.StaleWhileRevalidate
 		if cc.StaleWhileRevalidate >= 0 {
 			swr = time.Duration(cc.StaleWhileRevalidate) * time.Second
 		}
 		if swr > 0 {
-			swrUntil = fresh.Add(swr)
-			if swrUntil.After(keep) {
-				keep = swrUntil
+			e.StaleWhileRevalidateUntil = fresh.Add(swr)
+			if e.StaleWhileRevalidateUntil.After(keep) {
+				keep = e.StaleWhileRevalidateUntil
 			}
 		}
 		sie := p.StaleIfError
@@ -209,27 +237,22 @@ func NewEntry(p *Policy, status int, h http.Header, body []byte, cc Directives, 
 			sie = time.Duration(cc.StaleIfError) * time.Second
 		}
 		if sie > 0 {
-			sieUntil = fresh.Add(sie)
-			if sieUntil.After(keep) {
-				keep = sieUntil
+			e.StaleIfErrorUntil = fresh.Add(sie)
+			if e.StaleIfErrorUntil.After(keep) {
+				keep = e.StaleIfErrorUntil
 			}
 		}
 	}
 	if len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0 {
 		keep = revalidateKeep(keep, fresh, lifetime)
 	}
-	var vary, tags []string
+	e.KeepUntil = keep
 	if v := h["Vary"]; len(v) > 0 {
 		names, _ := parseVary(v)
-		vary = names
+		e.Vary = names
 	}
 	if len(h[FieldSurrogateKey]) > 0 || len(h[FieldCacheTag]) > 0 {
-		tags = Tags(h)
-	}
-	return &entry.Entry{
-		Status: status, Header: storedHeader(h, body), Body: body,
-		Born: born, FreshUntil: fresh, StaleWhileRevalidateUntil: swrUntil, StaleIfErrorUntil: sieUntil,
-		KeepUntil: keep, Vary: vary, Tags: tags,
+		e.Tags = Tags(h)
 	}
 }
 

@@ -47,7 +47,7 @@ func TestPolicyStorable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			p := &Policy{DefaultTTL: tc.DefaultTTL, MaxEntrySize: 1 << 20}
-			got, reason := p.Storable(tc.r, tc.status, tc.header, ParseCacheControl(tc.header["Cache-Control"]))
+			got, reason := Storable(p, tc.r, tc.status, tc.header, ParseCacheControl(tc.header["Cache-Control"]))
 			if got != tc.want || reason != tc.wantReason {
 				t.Errorf("storable = %v, %q; want %v, %q", got, reason, tc.want, tc.wantReason)
 			}

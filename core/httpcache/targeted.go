@@ -46,6 +46,18 @@ var noDirectives = ParseCacheControl(nil)
 // decision on an answer (storable, newEntry, sharing with followers) reads its directives
 // here, so all of them agree.
 func ResponseControl(h http.Header) Directives {
+	// The common answer: one Cache-Control line and no targeted field.
+	if lines := h["Cache-Control"]; len(lines) == 1 && h[FieldWeirCacheControl] == nil &&
+		h[FieldSurrogateControl] == nil && h[FieldCDNCacheControl] == nil {
+		return lineControl(lines[0])
+	}
+	return targetedControl(h)
+}
+
+// targetedControl is ResponseControl for every answer but the common one, in a function of
+// its own: under Yaegi a call allocates a slot for every value of its callee's whole body
+// (docs/yaegi.md).
+func targetedControl(h http.Header) Directives {
 	if lines := h[FieldWeirCacheControl]; len(lines) > 0 {
 		if cc, ok := parseTargetedField(lines); ok {
 			return cc

@@ -193,7 +193,7 @@ func TestTargetedFieldIgnoresExpires(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			cc := ResponseControl(tc.header)
-			ok, reason := p.Storable(r, 200, tc.header, cc)
+			ok, reason := Storable(p, r, 200, tc.header, cc)
 			if ok != tc.wantStorable {
 				t.Fatalf("storable = %v (%s), want %v", ok, reason, tc.wantStorable)
 			}
