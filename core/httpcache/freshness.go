@@ -50,10 +50,32 @@ const (
 // stricter rule that an answer setting a cookie is never shared. When it may not, reason
 // says why, one of the Reason constants. p is the cache's policy.
 //
-// Every answer fetched is judged here: a function rather than a method of Policy, and the
-// request's directives and Vary parsed only when present, since under Yaegi a method call
-// goes through a reflective wrapper and every call costs its frame (docs/yaegi.md).
+// Every answer fetched is judged here: a function rather than a method of Policy, the
+// common answer first, and every other judged by storableOther, since under Yaegi a method
+// call goes through a reflective wrapper and a call allocates a slot for every value of its
+// callee's whole body (docs/yaegi.md).
 func Storable(p *Policy, r *http.Request, status int, h http.Header, cc Directives) (bool, string) {
+	// The common answer: a status stored by default, with max-age or s-maxage, without
+	// no-store, private, a cookie or Vary, to a request without directives or credentials.
+	// One case each: Yaegi v0.16.1 evaluates only the first expression of a tagless
+	// switch's case list.
+	switch {
+	case cc.NoStore:
+	case cc.Private:
+	case cc.MaxAge < 0 && cc.SMaxAge < 0:
+	case !storableStatus[status]:
+	case h["Set-Cookie"] != nil:
+	case h["Vary"] != nil:
+	case r.Header["Cache-Control"] != nil:
+	case r.Header["Authorization"] != nil:
+	default:
+		return true, ""
+	}
+	return storableOther(p, r, status, h, cc)
+}
+
+// storableOther is Storable for every answer but the common one.
+func storableOther(p *Policy, r *http.Request, status int, h http.Header, cc Directives) (bool, string) {
 	explicit := cc.SMaxAge >= 0 || cc.MaxAge >= 0 || (len(h["Expires"]) > 0 && !cc.Targeted)
 	// One case each: Yaegi v0.16.1 evaluates only the first expression of a tagless
 	// switch's case list.
