@@ -341,29 +341,44 @@ func (rec *recorder) WriteHeader(status int) {
 		// Interim answers (1xx) are not relayed through the cache.
 		return
 	}
+	// Every answer fetched passes here, called from Traefik's compiled proxy: each selector
+	// and each package constant takes a frame slot under Yaegi (docs/yaegi.md), so the
+	// header is read through a local, the statuses are literals (204, 304), and
+	// httpcache.IsOriginError's statuses a tagged switch's cases.
+	h := rec.header
 	rec.wroteHeader = true
 	rec.status = status
-	rec.cc = httpcache.ResponseControl(rec.header)
-	rec.storable, rec.reason = httpcache.Storable(rec.policy, rec.req, status, rec.header, rec.cc)
+	cc := httpcache.ResponseControl(h)
+	rec.cc = cc
+	storable, reason := httpcache.Storable(rec.policy, rec.req, status, h, cc)
+	rec.storable = storable
+	rec.reason = reason
 	rec.mode = modeBuffer
 	rec.declared = -1
 	// A 304's Content-Length is the stored answer's, and a 204 has no body (RFC 9110
 	// section 8.6). Header fields are read from the map, as Header.Get would read them
 	// (its key is canonical already), without its reflective call under Yaegi.
-	if status != http.StatusNoContent && status != http.StatusNotModified {
-		if cl := rec.header["Content-Length"]; len(cl) > 0 {
+	switch status {
+	case 204, 304:
+	default:
+		if cl := h["Content-Length"]; len(cl) > 0 {
 			if n, err := strconv.ParseInt(cl[0], 10, 64); err == nil && n >= 0 {
 				rec.declared = n
 			}
 		}
 	}
-	if rec.sink == nil || httpcache.IsOriginError(status) || (status == http.StatusNotModified && rec.stale) {
+	if rec.sink == nil || (status == 304 && rec.stale) {
+		return
+	}
+	switch status {
+	case 500, 502, 503, 504:
+		// httpcache.IsOriginError: every waiter gets the error, or stale (FR-COA-5).
 		return
 	}
 	switch {
-	case !rec.storable:
+	case !storable:
 		rec.stream()
-	case isEventStream(rec.header):
+	case isEventStream(h):
 		rec.reason = httpcache.ReasonStreaming
 		rec.stream()
 	case rec.declared > rec.policy.MaxEntrySize:

@@ -3,6 +3,8 @@ package core
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -16,7 +18,8 @@ import (
 // ways: a whole miss with the default pool and with a pool too large ever to fill (the same
 // path to a slot: the cost does not depend on the pool's size), and the origin gate's enter
 // and leave alone as a miss calls them, to set against the miss; and a miss shed from a full
-// partition, as two in five of a flood's answers are. Run them under Yaegi too:
+// partition, as two in five of a flood's answers are; and a miss whose origin is a compiled
+// reverse proxy, as Traefik's is. Run them under Yaegi too:
 // YAEGI_TEST_FLAGS="-bench 'Limiter|Gate' -run ^$" scripts/yaegi-test.sh core.
 
 // BenchmarkLimiterMiss is a cacheable miss on a key of its own, with the default limiter.
@@ -46,6 +49,31 @@ func BenchmarkLimiterShed(b *testing.B) {
 		reqs[i].RequestURI = q
 	}
 	limBenchServe(b, h, reqs, http.StatusServiceUnavailable)
+}
+
+// BenchmarkLimiterMissProxied is a cacheable miss on a key of its own, in origin form as
+// Traefik hands it on, whose next handler is a compiled reverse proxy to a local server, as
+// Traefik's is: the
+// proxy calls the recorder's methods from compiled code, through the wrappers Yaegi makes
+// for an interpreted value handed over as an http.ResponseWriter.
+func BenchmarkLimiterMissProxied(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = []string{"max-age=3600"}
+		w.Write([]byte("x"))
+	}))
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := mustNew(b, uniqueEngineName(b), Settings{Log: discardLog}, httputil.NewSingleHostReverseProxy(u))
+	reqs := make([]*http.Request, b.N)
+	for i := range reqs {
+		q := "/k/x?q=" + strconv.Itoa(i)
+		reqs[i] = httptest.NewRequest(http.MethodGet, "http://example.com"+q, nil)
+		reqs[i].RequestURI = q
+	}
+	limBenchServe(b, h, reqs, http.StatusOK)
 }
 
 // BenchmarkGateEnterLeave is the origin gate's part of a miss: the breaker's permit, taking
