@@ -40,22 +40,15 @@ func BenchmarkLimiterShed(b *testing.B) {
 	if limit.Take(h.e.limiter, httpcache.Partition(held), held.Host, false) == nil {
 		b.Fatal("the partition's slot was not free")
 	}
-	// The requests are built before the clock starts, in origin form as Traefik hands them
-	// on: only the miss and its refusal are measured.
-	reqs := make([]*http.Request, b.N)
-	for i := range reqs {
-		q := "/k/x?q=" + strconv.Itoa(i)
-		reqs[i] = httptest.NewRequest(http.MethodGet, "http://example.com"+q, nil)
-		reqs[i].RequestURI = q
-	}
-	limBenchServe(b, h, reqs, http.StatusServiceUnavailable)
+	// The requests are built before the clock starts: only the miss and its refusal are
+	// measured.
+	limBenchServe(b, h, limBenchOriginForm(b.N), http.StatusServiceUnavailable)
 }
 
 // BenchmarkLimiterMissProxied is a cacheable miss on a key of its own, in origin form as
 // Traefik hands it on, whose next handler is a compiled reverse proxy to a local server, as
-// Traefik's is: the
-// proxy calls the recorder's methods from compiled code, through the wrappers Yaegi makes
-// for an interpreted value handed over as an http.ResponseWriter.
+// Traefik's is: the proxy calls the recorder's methods from compiled code, through the
+// wrappers Yaegi makes for an interpreted value handed over as an http.ResponseWriter.
 func BenchmarkLimiterMissProxied(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Cache-Control"] = []string{"max-age=3600"}
@@ -67,13 +60,20 @@ func BenchmarkLimiterMissProxied(b *testing.B) {
 		b.Fatal(err)
 	}
 	h := mustNew(b, uniqueEngineName(b), Settings{Log: discardLog}, httputil.NewSingleHostReverseProxy(u))
-	reqs := make([]*http.Request, b.N)
+	limBenchServe(b, h, limBenchOriginForm(b.N), http.StatusOK)
+}
+
+// limBenchOriginForm returns n requests for keys of their own on one path, in origin form
+// as Traefik hands them on (RequestURI "/k/x?q=N"), so that ServeHTTP takes its path for
+// them (httptest.NewRequest gives the absolute form).
+func limBenchOriginForm(n int) []*http.Request {
+	reqs := make([]*http.Request, n)
 	for i := range reqs {
 		q := "/k/x?q=" + strconv.Itoa(i)
 		reqs[i] = httptest.NewRequest(http.MethodGet, "http://example.com"+q, nil)
 		reqs[i].RequestURI = q
 	}
-	limBenchServe(b, h, reqs, http.StatusOK)
+	return reqs
 }
 
 // BenchmarkGateEnterLeave is the origin gate's part of a miss: the breaker's permit, taking
