@@ -12,8 +12,8 @@ import (
 // What a call into another interpreted package costs against the same call within core,
 // under yaegi test -bench (docs/yaegi.md): localPartitionOf and localWeirOnlyField are
 // copies of httpcache.PartitionOf and httpcache.WeirOnlyField, constants included.
-// BenchmarkKey measures the cache key's function of httpcache (a method of Keyer when it was
-// set against the same method measured in core before it moved).
+// BenchmarkKey measures httpcache.Key, the cache key, set against what the same code cost
+// as a method measured in core before it moved to httpcache.
 
 func localPartitionOf(key string) string {
 	if i := strings.IndexByte(key, '?'); i >= 0 {

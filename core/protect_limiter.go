@@ -32,9 +32,10 @@ func init() {
 }
 
 // limiterRefusal is the refusal of a request the limiter refused with err: when to come back
-// is the queue wait (h.queueWait). The limiter's errors come as they are, but for
-// ErrContextDone, which wraps the context's: compared first, without errors.Is's calls into
-// compiled code, which a flood's every shed request would pay under Yaegi (docs/yaegi.md).
+// is the queue wait (h.queueWait). The limiter returns its errors as they are, but for
+// ErrContextDone, which wraps the context's (limit.contextDone): a tagged switch compares
+// them without errors.Is's calls into compiled code, which a flood's every shed request
+// would pay under Yaegi (docs/yaegi.md). Any other error counts as queue-full.
 func limiterRefusal(h *Handler, err error) refusal {
 	why := reasonQueueFull
 	switch err {
@@ -46,23 +47,9 @@ func limiterRefusal(h *Handler, err error) refusal {
 		why = reasonBackgroundBusy
 	case limit.ErrQueueFull:
 	default:
-		return wrappedLimiterRefusal(h, err)
-	}
-	return refusal{why: why, retryAfter: h.queueWait}
-}
-
-// wrappedLimiterRefusal is limiterRefusal for an error that wraps the limiter's.
-func wrappedLimiterRefusal(h *Handler, err error) refusal {
-	why := reasonQueueFull
-	switch {
-	case errors.Is(err, limit.ErrContextDone):
-		return refusal{why: reasonClientLeft}
-	case errors.Is(err, limit.ErrPartitionQueueFull):
-		why = reasonPartitionQueueFull
-	case errors.Is(err, limit.ErrQueueWait):
-		why = reasonQueueWait
-	case errors.Is(err, limit.ErrNoBackgroundSlot):
-		why = reasonBackgroundBusy
+		if errors.Is(err, limit.ErrContextDone) {
+			return refusal{why: reasonClientLeft}
+		}
 	}
 	return refusal{why: why, retryAfter: h.queueWait}
 }

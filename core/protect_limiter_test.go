@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -96,6 +97,34 @@ func TestLimiterEveryOriginContactHoldsASlot(t *testing.T) {
 				t.Errorf("request reached the origin: %v, want %v", reached, tc.wantOrigin)
 			}
 			hold.finish(t)
+		})
+	}
+}
+
+// TestLimiterRefusalReasons: each of the limiter's errors is refused with its own reason and
+// the queue wait as Retry-After; a client gone while queued (ErrContextDone, wrapping the
+// context's error) is nobody's refusal.
+func TestLimiterRefusalReasons(t *testing.T) {
+	h := &Handler{queueWait: 7 * time.Second}
+	gone := fmt.Errorf("%w: %w", limit.ErrContextDone, context.Canceled)
+	tests := []struct {
+		desc  string
+		err   error
+		want  *reason
+		retry time.Duration
+	}{
+		{desc: "queue full", err: limit.ErrQueueFull, want: reasonQueueFull, retry: 7 * time.Second},
+		{desc: "partition's share full", err: limit.ErrPartitionQueueFull, want: reasonPartitionQueueFull, retry: 7 * time.Second},
+		{desc: "waited too long", err: limit.ErrQueueWait, want: reasonQueueWait, retry: 7 * time.Second},
+		{desc: "background", err: limit.ErrNoBackgroundSlot, want: reasonBackgroundBusy, retry: 7 * time.Second},
+		{desc: "client gone", err: gone, want: reasonClientLeft},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			f := limiterRefusal(h, tc.err)
+			if f.why != tc.want || f.retryAfter != tc.retry {
+				t.Errorf("got %s, Retry-After %v; want %s, %v", f.why.name, f.retryAfter, tc.want.name, tc.retry)
+			}
 		})
 	}
 }
