@@ -117,6 +117,8 @@ func writeEntry(h *Handler, w http.ResponseWriter, r *http.Request, a *answer) {
 		o = outcomeHit
 		if !now.Before(ent.FreshUntil) {
 			o = outcomeStale
+		} else if ent.Fallback {
+			fallbackHit(h)
 		}
 		cs = statusHit + strconv.FormatInt(ttlSeconds(ent, now), 10)
 	}

@@ -60,6 +60,9 @@ type Handler struct {
 	// takes one selector to reach it (docs/yaegi.md).
 	hits   *int64
 	passes *int64
+	// fallbackHits counts the hits of copies the shared store's local fallback kept
+	// (Entry.Fallback), within hits.
+	fallbackHits *int64
 	// hosts is the console's hosts table, which the sampled hits and pass-throughs reach in
 	// one selector (sampleHit).
 	hosts *console.Table
@@ -117,6 +120,7 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		queueWait:       queueWait(s.Limiter.MaxQueueWait),
 		now:             s.Now,
 		hits:            &e.metrics.outcomes[outcomeHit].N,
+		fallbackHits:    &e.metrics.fallbackHits.N,
 		passes:          &e.metrics.outcomes[outcomePass].N,
 		hosts:           e.metrics.console.hosts,
 		notClosed:       breaker.NotClosed(e.breakers),
@@ -254,6 +258,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case 0:
 		sampleHit(h, r)
 	}
+	// A copy the shared store's local fallback kept while the store was lost: its hit is
+	// the fallback's too (weir_store_fallback_hits_total). One frame slot (the field; a
+	// tagged switch on it takes two), and a call only for such a copy.
+	if ent.Fallback {
+		fallbackHit(h)
+	}
 	hdr := w.Header()
 	for i, name := range hot.Names {
 		hdr[name] = hot.Values[i]
@@ -266,6 +276,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.Write(ent.Body)
 	}
+}
+
+// fallbackHit counts a hit answered by a copy the shared store's local fallback kept while
+// the store was lost (Entry.Fallback): out of the hit path's frame, which only such a copy
+// calls it from.
+func fallbackHit(h *Handler) {
+	atomic.AddInt64(h.fallbackHits, 1)
 }
 
 // queryHit finishes ServeHTTP's hit on a URL with a query string: it tells whether the

@@ -91,6 +91,9 @@ func serveSharedAt(h *Handler, w http.ResponseWriter, r *http.Request, key strin
 	case 0:
 		sampleHit(h, r)
 	}
+	if ent.Fallback {
+		fallbackHit(h)
+	}
 	hdr := w.Header()
 	for i, name := range hot.Names {
 		hdr[name] = hot.Values[i]

@@ -57,6 +57,9 @@ type engineMetrics struct {
 	// request through (originStates).
 	origin []*metrics.Histogram
 	store  *metrics.Histogram
+	// fallbackHits counts the hits answered by copies the shared store's local fallback
+	// kept while the store was lost (Entry.Fallback).
+	fallbackHits *metrics.Counter
 	// console is what the admin's overview draws (console.go).
 	console *consoleState
 }
@@ -117,6 +120,9 @@ func newEngineMetrics(name string) (*engineMetrics, error) {
 		return nil, err
 	}
 	if m.store, err = r.Histogram("weir_store_duration_seconds", "Time a lookup in the shared store took.", metrics.DurationBuckets()); err != nil {
+		return nil, err
+	}
+	if m.fallbackHits, err = r.Counter("weir_store_fallback_hits_total", "Hits answered from what this process kept while the shared store was lost (the store's local fallback)."); err != nil {
 		return nil, err
 	}
 	current := func() *engine {

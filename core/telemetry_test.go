@@ -3,7 +3,10 @@ package core
 import (
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/weirproxy/weir/core/store"
 )
 
 // TestMetricsCount: each kind of answer is counted once under its outcome, and the
@@ -66,4 +69,45 @@ func TestMetricsCount(t *testing.T) {
 		}
 	}
 
+}
+
+// TestFallbackHitsCounted: a hit answered by a copy the shared store's local fallback kept
+// (Entry.Fallback) counts in weir_store_fallback_hits_total, whether the hit path or the
+// general answer writes it; a hit of any other entry, and a miss, do not.
+func TestFallbackHitsCounted(t *testing.T) {
+	o := countingOrigin(t, []string{"Cache-Control", "max-age=60"})
+	h := newTestHandler(t, adminSettings(Settings{Now: newFakeClock().Now, Log: discardLog}), o)
+	do(t, h, "GET", "http://example.com/kept")  // miss, stored
+	do(t, h, "GET", "http://example.com/other") // miss, stored
+	const key = "http://example.com/kept"
+	ent := store.Lookup(h.mem, key)
+	if ent == nil {
+		t.Fatalf("nothing stored under %s", key)
+	}
+	kept := *ent
+	kept.Fallback = true
+	if err := store.Put(h.mem, key, &kept, -1); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	tests := []struct {
+		desc   string
+		url    string
+		header []string
+		want   int64
+	}{
+		{desc: "a hit of the fallback's copy", url: key, want: 1},
+		{desc: "the same through the general path (a client directive)", url: key, header: []string{"Cache-Control", "max-stale=0"}, want: 2},
+		{desc: "a hit of another entry", url: "http://example.com/other", want: 2},
+		{desc: "a miss", url: "http://example.com/new", want: 2},
+	}
+	for _, tc := range tests {
+		do(t, h, "GET", tc.url, tc.header...)
+		if got := atomic.LoadInt64(&h.e.metrics.fallbackHits.N); got != tc.want {
+			t.Errorf("%s: weir_store_fallback_hits_total %d, want %d", tc.desc, got, tc.want)
+		}
+	}
+	w := adminDo(t, h, "GET", "http://example.com/_weir/metrics", "", adminToken)
+	if want := "weir_store_fallback_hits_total 2\n"; !strings.Contains(w.Body.String(), want) {
+		t.Errorf("metrics lack %q", want)
+	}
 }

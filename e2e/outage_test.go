@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,9 @@ import (
 
 // outageRequests is how many GETs of one URL each instance serves during the outage.
 const outageRequests = 10
+
+// outageAdmin is the admin path of the outage test's instances, under their route.
+const outageAdmin = "/outage/_weir"
 
 // eventWithin bounds the wait for an instance to log an event of the shared store.
 const eventWithin = 45 * time.Second
@@ -38,7 +42,8 @@ func waitLogged(t *testing.T, tr *Traefik, name, event string, n int, poke func(
 // TestRedisOutageKeepsCaching: two Traefik processes share a Redis that is stopped. With the
 // near cache on, the loss of tracking starts local caching at once; with it off, the store
 // breaker opening does. Then a URL fetched once through an instance is a hit there
-// (the origin counts one request per instance for outageRequests each); a PURGE drops the
+// (the origin counts one request per instance for outageRequests each), and each such hit
+// counts in weir_store_fallback_hits_total; a PURGE drops the
 // local copy (and answers 503: the shared store was not purged). Once Redis is back (and, with
 // the near cache, tracking too), nothing kept during the outage is served: the next GET is a
 // miss stored in Redis, and a hit on the other instance.
@@ -63,6 +68,7 @@ func TestRedisOutageKeepsCaching(t *testing.T) {
 			if !tc.near {
 				conf = noNearCache(conf)
 			}
+			conf["admin"].(map[string]interface{})["path"] = outageAdmin
 			a, b := startPair(t, o, cachedRoute("outage", "/outage", "weir-outage", conf))
 			trs := []*Traefik{a, b}
 			names := []string{"A", "B"}
@@ -120,6 +126,13 @@ func TestRedisOutageKeepsCaching(t *testing.T) {
 			fetched++
 			wantCount(t, o, path, fetched)
 			wantHit(t, "GET on B after PURGE on A with redis stopped (B's own copy)", callT(t, b, http.MethodGet, path))
+			// Every hit above was the local fallback's: A's outageRequests-1, B's one more.
+			for i, tr := range trs {
+				want := strconv.Itoa(outageRequests - 1 + i)
+				if got := adminMetric(t, tr, outageAdmin, "weir_store_fallback_hits_total"); got != want {
+					t.Errorf("%s with redis stopped: weir_store_fallback_hits_total %q, want %s (its hits, all from what it kept)", names[i], got, want)
+				}
+			}
 
 			if err := rd.Restart(); err != nil {
 				t.Fatalf("restart redis: %v", err)

@@ -518,7 +518,8 @@ func TestRedisFaults(t *testing.T) {
 // store's calls, chosen at random, cost no client an error: every answer is 200 with its
 // key's body, from the store, the local fallback or the origin (the sick-store scenario,
 // RunSickStore, a fiftieth of its published million). The store breaker's trips, counted
-// from its events, are logged.
+// from its events, and the local fallback's hits, from weir_store_fallback_hits_total, are
+// logged.
 func TestRedisSickStore(t *testing.T) {
 	requireE2ERedis(t)
 	f, err := RunSickStore(scenarioEnv(t), SickStoreOptions{Redis: requireRedis(t), Requests: 20000})
@@ -531,6 +532,9 @@ func TestRedisSickStore(t *testing.T) {
 	}
 	if f.Proxy.Failed == 0 {
 		t.Errorf("the fault proxy failed no call (%s): the store was never sick", f.Proxy)
+	}
+	if f.FallbackHits < 0 || f.FallbackHits > f.Hits {
+		t.Errorf("the local fallback's hits (weir_store_fallback_hits_total over the load): %d of %d hits, want counted, at most the hits", f.FallbackHits, f.Hits)
 	}
 }
 

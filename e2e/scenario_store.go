@@ -31,11 +31,13 @@ type SickStoreFigures struct {
 	Requests, Hits int64
 	// Fetches is how many requests reached the origin.
 	Fetches int64
+	// FallbackHits is how many of Hits the local fallback answered: copies kept in process
+	// memory while the store was lost (weir_store_fallback_hits_total over the load); -1
+	// when the metrics could not be read.
+	FallbackHits int64
 	// StoreHits is how many lookups Redis answered with an entry (its keyspace_hits) during
-	// the load; -1 when it could not be read. Weir counts no hits of its local fallback
-	// apart: with the near cache off, a hit Redis did not answer came from process memory,
-	// so Hits - StoreHits is at least the fallback's hits (Redis counts the lookups whose
-	// answers the proxy then cut, and the fleet's reads of its records, too).
+	// the load, Redis's side of the count (it counts the lookups whose answers the proxy
+	// then cut, and the fleet's reads of its records, too); -1 when it could not be read.
 	StoreHits int64
 	// Trips is how many times the store breaker opened (event store_breaker_opened), Closes
 	// how many times it closed again.
@@ -55,22 +57,10 @@ type SickStoreFigures struct {
 func (f SickStoreFigures) Errors() int { return f.errors.n }
 
 func (f SickStoreFigures) String() string {
-	return fmt.Sprintf("%d requests in %v (%.0f/s) with half the store's calls failing: client errors %s; %d hits (%.1f%%), at least %d of them from the local fallback (Redis answered %d lookups with an entry); %d origin fetches; "+
+	return fmt.Sprintf("%d requests in %v (%.0f/s) with half the store's calls failing: client errors %s; %d hits (%.1f%%), %d of them from the local fallback (Redis answered %d lookups with an entry); %d origin fetches; "+
 		"answers: %s; store breaker opened %d times, closed %d times, open at the end %s; fault proxy: %s",
 		f.Requests, f.Elapsed.Round(time.Millisecond), float64(f.Requests)/f.Elapsed.Seconds(), f.errors, f.Hits, 100*float64(f.Hits)/float64(f.Requests+1),
-		f.FallbackHits(), f.StoreHits, f.Fetches, f.outcome.orNone(), f.Trips, f.Closes, f.OpenAtEnd, f.Proxy) + panicReport(f.Panics)
-}
-
-// FallbackHits is the least number of hits the local fallback answered: Hits - StoreHits;
-// -1 when StoreHits is unknown.
-func (f SickStoreFigures) FallbackHits() int64 {
-	if f.StoreHits < 0 {
-		return -1
-	}
-	if f.Hits < f.StoreHits {
-		return 0
-	}
-	return f.Hits - f.StoreHits
+		f.FallbackHits, f.StoreHits, f.Fetches, f.outcome.orNone(), f.Trips, f.Closes, f.OpenAtEnd, f.Proxy) + panicReport(f.Panics)
 }
 
 // sickAdmin is the admin path the scenario reads Weir's metrics from.
@@ -129,6 +119,7 @@ func RunSickStore(env ScenarioEnv, o SickStoreOptions) (SickStoreFigures, error)
 			}
 		}
 		hitsBefore := keyspaceHits(rd)
+		fallbackBefore := scenarioCount(tr, sickAdmin, "weir_store_fallback_hits_total")
 		proxy.SetMode(FaultFailHalf, 0)
 		env.logf("half the store's calls fail from now on; %d requests from %d clients", o.Requests, o.Clients)
 		ctx := context.Background()
@@ -163,6 +154,10 @@ func RunSickStore(env ScenarioEnv, o SickStoreOptions) (SickStoreFigures, error)
 		for _, k := range keys {
 			f.Fetches += origin.Count(k)
 		}
+		f.FallbackHits = -1
+		if after := scenarioCount(tr, sickAdmin, "weir_store_fallback_hits_total"); fallbackBefore >= 0 && after >= 0 {
+			f.FallbackHits = after - fallbackBefore
+		}
 		f.OpenAtEnd = scenarioMetric(tr, sickAdmin, "weir_store_breaker_open")
 		lines, err := readLines(tr.OutPath)
 		if err != nil {
@@ -194,6 +189,15 @@ func scenarioMetric(tr *Traefik, adminPath, sample string) string {
 		return ""
 	}
 	return metricValue(r.body, sample)
+}
+
+// scenarioCount is a counter of the metrics under adminPath, -1 when absent or unread.
+func scenarioCount(tr *Traefik, adminPath, sample string) int64 {
+	n, err := strconv.ParseInt(scenarioMetric(tr, adminPath, sample), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // metricValue is the value of sample in metrics in Prometheus's text format, "" when absent.

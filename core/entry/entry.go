@@ -78,6 +78,10 @@ type Entry struct {
 	// requests for it go straight to the origin without waiting on each other. It holds no
 	// answer.
 	Pass bool
+	// Fallback marks a copy that a shared store's local fallback kept in process memory while
+	// the shared store was lost (store.Fallback): its hits are the fallback's, counted apart
+	// (weir_store_fallback_hits_total). Never encoded: no other process ever holds such a copy.
+	Fallback bool
 	// Tags are the answer's surrogate keys (its Surrogate-Key and Cache-Tag fields, as
 	// httpcache.Tags reads them): a purge of one tag drops every entry carrying it
 	// (store.Purger.PurgeTag). At most MaxTags, each ValidTag. Nil in a variant index and a

@@ -26,7 +26,8 @@ import (
 // cache, when tracking is back (redisstore clears the near cache then, before it trusts a
 // copy again). An entry whose write failed just before such an emptying is not kept after
 // it: Set reads local memory's epoch before it writes and keeps the entry only in that epoch
-// (Memory.SetInEpoch).
+// (Memory.SetInEpoch). What it keeps is a copy marked Entry.Fallback: the engine counts
+// the hits such copies answer apart (weir_store_fallback_hits_total).
 //
 // A write the shared store refuses while it is not lost (one slow call) keeps nothing:
 // local copies are only for an outage, and only an outage's end empties them.
@@ -121,7 +122,11 @@ func (f *Fallback) Set(ctx context.Context, key string, e *Entry) error {
 	if err == nil || errors.Is(err, ErrTooLarge) || !f.down() {
 		return err
 	}
-	if f.local.SetInEpoch(key, e, epoch) != nil {
+	// A copy marked as the fallback's: e itself goes on to the flight's waiters, and the
+	// hits this copy answers are counted apart (Entry.Fallback).
+	kept := *e
+	kept.Fallback = true
+	if f.local.SetInEpoch(key, &kept, epoch) != nil {
 		return err
 	}
 	return nil
