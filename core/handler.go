@@ -20,9 +20,13 @@ import (
 // Handler serves one router's requests through its middleware's engine. Traefik builds a
 // new Handler on every configuration change; the engine behind it stays.
 type Handler struct {
-	e      *engine
-	next   http.Handler
-	s      Settings
+	e    *engine
+	next http.Handler
+	// s is the handler's settings, with their defaults. A pointer: under Yaegi each
+	// selector through a struct value takes a frame slot of the whole struct (a Settings
+	// is over a kilobyte), allocated on every call of every function that reads h.s
+	// (docs/yaegi.md).
+	s      *Settings
 	keyer  httpcache.Keyer
 	policy httpcache.Policy
 	// buckets are cache.paths and cache.ttls, read on the way to the origin (bucketOf);
@@ -105,7 +109,7 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 	h := &Handler{
 		e:     e,
 		next:  next,
-		s:     s,
+		s:     &s,
 		keyer: httpcache.NewKeyer(s.QueryDrop),
 		policy: httpcache.Policy{DefaultTTL: s.DefaultTTL, MaxEntrySize: s.MaxEntrySize,
 			StaleIfError: s.Stale.IfError, StaleWhileRevalidate: s.Stale.WhileRevalidate},

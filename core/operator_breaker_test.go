@@ -22,7 +22,7 @@ func TestOperatorOpensAndClosesTheBreaker(t *testing.T) {
 		w.Write([]byte("ok"))
 	})
 	h := newTestHandler(t, Settings{Now: clock.Now, Store: shared, StoreID: "ops", Breaker: breaker.Settings{Scope: breaker.ScopeEngine}}, o)
-	op := operator{e: h.e, s: h.s}
+	op := operator{e: h.e, s: *h.s}
 
 	if err := op.OpenBreaker("example.com", 30*time.Second); err != nil {
 		t.Fatalf("OpenBreaker: %v", err)
@@ -61,7 +61,7 @@ func TestOperatorOpenOverAnAutomaticTrip(t *testing.T) {
 		w.WriteHeader(http.StatusBadGateway)
 	})
 	h := newTestHandler(t, Settings{Now: clock.Now, Breaker: breaker.Settings{MinRequests: 2, OpenFor: time.Minute}}, o)
-	op := operator{e: h.e, s: h.s}
+	op := operator{e: h.e, s: *h.s}
 	do(t, h, http.MethodGet, "http://example.com/a")
 	do(t, h, http.MethodGet, "http://example.com/b")
 	b, ok := h.e.breakers.Lookup("example.com")

@@ -193,7 +193,7 @@ func (o operator) keyOf(raw string) (string, error) {
 const methodPurge = "PURGE"
 
 func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
-	v := adminAccess(h.e, h.s).Check(r, h.s.Now())
+	v := adminAccess(h.e, *h.s).Check(r, h.s.Now())
 	if v.Result == admin.Throttled {
 		// As the admin answers it (admin.Throttle): the same brake counts both.
 		h.write(w, r, &answer{status: http.StatusTooManyRequests, text: "too many failed attempts from this address, retry later",

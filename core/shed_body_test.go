@@ -62,7 +62,7 @@ func TestRefusalBodies(t *testing.T) {
 	clock := newFakeClock()
 	o := staticOrigin(t, http.StatusServiceUnavailable, nil, "down")
 	h := newTestHandler(t, Settings{Now: clock.Now, RefusalBody: `<h1>{status}: back in {retryAfter}s ({detail})</h1>`}, o)
-	if err := (operator{e: h.e, s: h.s}).OpenBreaker("example.com", 30*time.Second); err != nil {
+	if err := (operator{e: h.e, s: *h.s}).OpenBreaker("example.com", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	const detail = "circuit-open; key=example.com"

@@ -50,7 +50,7 @@ func TestReasonsRegistered(t *testing.T) {
 	if err := writeMetrics(h.e, &text); err != nil {
 		t.Fatal(err)
 	}
-	state := operator{e: h.e, s: h.s}.State(time.Now())
+	state := operator{e: h.e, s: *h.s}.State(time.Now())
 	shown := map[string]bool{}
 	for _, f := range state.Refusals {
 		shown[f.Reason] = true

@@ -103,7 +103,7 @@ func TestStalePolicyAnswersRefusals(t *testing.T) {
 		const url = "http://example.com/open"
 		do(t, h, http.MethodGet, url)
 		clock.Add(20 * time.Second)
-		if err := (operator{e: h.e, s: h.s}).OpenBreaker("example.com", time.Minute); err != nil {
+		if err := (operator{e: h.e, s: *h.s}).OpenBreaker("example.com", time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		wantAnswer(t, do(t, h, http.MethodGet, url), 200, "Weir; hit; ttl=-10; detail=circuit-open", "v1")

@@ -2,8 +2,9 @@
 # Says where a benchmark's allocations go under Yaegi v0.16.1, function by function. Every
 # call of an interpreted function allocates its frame: one reflect.New for each argument,
 # local and intermediate value of the whole function, whichever branch runs (docs/yaegi.md).
-# This builds a copy of Yaegi v0.16.1 that counts, for each interpreted function, its calls
-# and the slots of their frames, runs the benchmark once with -benchtime Nx, and prints the
+# This builds a copy of Yaegi v0.16.1 that counts, for each interpreted function, its calls,
+# the slots of their frames and the bytes of the slots' values (a slot of a struct held by
+# value is the whole struct), runs the benchmark once with -benchtime Nx, and prints the
 # functions by slots per iteration: the frames to make smaller, or to call less often.
 #
 # Calls from interpreted code to interpreted functions and methods, and from compiled code to
@@ -47,28 +48,33 @@ import (
 	"sync"
 )
 
-// The frames counted, by function node: calls and the slots of their frames.
+// The frames counted, by function node: calls, the slots of their frames, and the bytes
+// their slots' values take (each reflect.New of a slot's type, besides the frame's own
+// array of reflect.Value).
 var (
 	framesMu sync.Mutex
-	frames   = map[*node]*[2]int64{}
+	frames   = map[*node]*[3]int64{}
 )
 
 func profCall(def *node) {
 	framesMu.Lock()
 	c := frames[def]
 	if c == nil {
-		c = new([2]int64)
+		c = new([3]int64)
 		frames[def] = c
 	}
 	c[0]++
 	c[1] += int64(len(def.types))
+	for _, t := range def.types {
+		c[2] += int64(t.Size())
+	}
 	framesMu.Unlock()
 }
 
 // FramesReset forgets what was counted.
 func FramesReset() {
 	framesMu.Lock()
-	frames = map[*node]*[2]int64{}
+	frames = map[*node]*[3]int64{}
 	framesMu.Unlock()
 }
 
@@ -80,8 +86,8 @@ func FramesWrite(n int) {
 		return
 	}
 	type row struct {
-		name         string
-		calls, slots int64
+		name                string
+		calls, slots, bytes int64
 	}
 	var rows []row
 	framesMu.Lock()
@@ -96,7 +102,7 @@ func FramesWrite(n int) {
 			}
 		}
 		pos := def.interp.fset.Position(def.pos)
-		rows = append(rows, row{fmt.Sprintf("%s %s:%d", name, pos.Filename, pos.Line), c[0], c[1]})
+		rows = append(rows, row{fmt.Sprintf("%s %s:%d", name, pos.Filename, pos.Line), c[0], c[1], c[2]})
 	}
 	framesMu.Unlock()
 	sort.Slice(rows, func(i, j int) bool { return rows[i].slots > rows[j].slots })
@@ -105,14 +111,15 @@ func FramesWrite(n int) {
 		return
 	}
 	defer f.Close()
-	var total int64
+	var total, bytes int64
 	for _, r := range rows {
 		total += r.slots
+		bytes += r.bytes
 	}
-	fmt.Fprintf(f, "%.0f slots per iteration in all (N=%d)\n", float64(total)/float64(n), n)
-	fmt.Fprintf(f, "%10s %10s %8s  %s\n", "slots/op", "calls/op", "slots", "function")
+	fmt.Fprintf(f, "%.0f slots per iteration in all, their values %.0f bytes (N=%d)\n", float64(total)/float64(n), float64(bytes)/float64(n), n)
+	fmt.Fprintf(f, "%10s %10s %10s %8s  %s\n", "slots/op", "bytes/op", "calls/op", "slots", "function")
 	for _, r := range rows {
-		fmt.Fprintf(f, "%10.1f %10.2f %8d  %s\n", float64(r.slots)/float64(n), float64(r.calls)/float64(n), r.slots/r.calls, r.name)
+		fmt.Fprintf(f, "%10.1f %10.0f %10.2f %8d  %s\n", float64(r.slots)/float64(n), float64(r.bytes)/float64(n), float64(r.calls)/float64(n), r.slots/r.calls, r.name)
 	}
 }
 EOF
