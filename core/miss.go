@@ -297,16 +297,20 @@ const (
 
 // waitFlight waits for c to finish, r's client to leave, or timeout (nil: no bound). Each
 // case is believed only when its channel really is ready: Yaegi v0.16.1's select was seen
-// to take one that was not, about once in 30,000 (docs/yaegi.md). The flight's channel is
-// received again (at once when closed), the client's is checked with its context's error,
-// a timer's by the time it sent.
+// to take one that was not, about once in 30,000 (docs/yaegi.md). The flight's case is
+// checked with flight.Ended, the client's with its context's error, a timer's by the time
+// it sent; a case taken wrongly goes back to the select, where every bound still holds. (A
+// second receive from the flight's channel, once the check here, waited out the whole fetch
+// when the case was taken wrongly: a follower answered "collapsed" after its leader's 1.5s,
+// its 300ms coalesce.followerMaxWait ignored.)
 func waitFlight(c *flight.Call, r *http.Request, timeout <-chan time.Time) int {
 	gone := r.Context().Done()
 	for {
 		select {
 		case <-flight.Done(c):
-			<-flight.Done(c)
-			return flightDone
+			if flight.Ended(c) {
+				return flightDone
+			}
 		case <-gone:
 			if r.Context().Err() != nil {
 				return clientGone

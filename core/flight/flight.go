@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,6 +57,8 @@ type Call struct {
 	// Set once before done is closed; read only after.
 	val interface{}
 	err error
+	// ended is 1 from just before done is closed, once val and err are set (Ended).
+	ended int32
 
 	// followers counts the callers that joined; guarded by the Group's mu.
 	followers int
@@ -138,13 +141,21 @@ func finish(g *Group, key string, c *Call) {
 		delete(g.calls, key)
 	}
 	g.mu.Unlock()
+	atomic.StoreInt32(&c.ended, 1)
 	close(c.done)
 }
 
 // Done is closed when the flight c's result is ready.
 func Done(c *Call) <-chan struct{} { return c.done }
 
-// Result returns the flight c's result; call it only after Done is closed.
+// Ended tells whether the flight c has finished, its result set: true from just before
+// Done is closed. A waiter that selects on Done with other channels checks it in Done's
+// case: Yaegi v0.16.1's select sometimes takes a receive case whose channel is not ready
+// (docs/yaegi.md), and a second receive from Done to make sure would wait out the whole
+// fetch, past the waiter's own bound.
+func Ended(c *Call) bool { return atomic.LoadInt32(&c.ended) == 1 }
+
+// Result returns the flight c's result; call it only after Done is closed or Ended is true.
 func Result(c *Call) (interface{}, error) { return c.val, c.err }
 
 // Followers reports how many callers joined the flight after its leader.

@@ -135,19 +135,23 @@ func queueLocked(ctx context.Context, p *pool, s *slot, spent time.Duration) err
 		})
 	}
 	// Yaegi v0.16.1's select sometimes takes a case whose channel is not ready
-	// (docs/yaegi.md): ready is received again (at once when closed), the context is believed
-	// only with its error, and the timer only with a time.
+	// (docs/yaegi.md): ready is believed only once s has left the queue (queued), the context
+	// only with its error, and the timer only with a time; a case taken wrongly goes back to
+	// the select, where the timer still bounds the wait. (A second receive from ready, once
+	// the check here, waited for a grant with the timer no longer read: past
+	// limiter.maxQueueWait, for as long as the queue ahead took.)
 	for {
 		select {
 		case <-s.ready:
-			<-s.ready
-			stopTimer(timer, stop)
-			// s.state was set before ready was closed, and only giveBack changes it from
-			// here on.
-			if s.state == stateHeld {
-				return nil
+			if !queued(p, s) {
+				stopTimer(timer, stop)
+				// s.state was set before ready was closed, and only giveBack changes it
+				// from here on.
+				if s.state == stateHeld {
+					return nil
+				}
+				return ErrQueueWait
 			}
-			return ErrQueueWait
 		case at := <-fired:
 			if !at.IsZero() {
 				// Sheds s unless a grant came first; either way s.ready is closed and the
@@ -161,6 +165,15 @@ func queueLocked(ctx context.Context, p *pool, s *slot, spent time.Duration) err
 			}
 		}
 	}
+}
+
+// queued tells whether s still waits in p's queue: its ready channel is closed exactly when
+// it no longer does (granted or expired, under p's lock).
+func queued(p *pool, s *slot) bool {
+	p.mu.Lock()
+	q := s.state == stateQueued
+	p.mu.Unlock()
+	return q
 }
 
 // stopTimer stops a waiter's wait bound: the real timer, or the injected one.
