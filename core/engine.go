@@ -160,6 +160,7 @@ func engineFor(name string, s Settings) (*engine, error) {
 		if e.store, e.mem, e.hot, err = newStore(name, s, e.events); err != nil {
 			return nil, err
 		}
+		warmAssertions(e.store)
 		if c, ok := e.store.(interface{ Close() error }); ok {
 			e.closer = c
 		}

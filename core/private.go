@@ -213,6 +213,7 @@ func keepPrivate(e, old *engine, s Settings) error {
 	} else {
 		c.mem = store.NewMemory(store.MemorySettings{MaxSize: p.MaxSize, MaxEntrySize: s.MaxEntrySize})
 		c.st = c.mem
+		warmAssertions(c.st)
 	}
 	e.private = c
 	return nil

@@ -172,6 +172,17 @@ func changesOf(st store.Store) *storeChanges {
 
 func (c sharedStore) redis() *redisstore.Store { return c.rs }
 
+// warmAssertions asserts st once to each interface that the admin and PURGE assert it to
+// later, on requests that may come at once: Yaegi v0.16.1 builds the method types of the
+// value's type and of the interface on a first assertion, without a lock, and two first
+// assertions at the same moment can panic (docs/yaegi.md, "First assertions race"). Called
+// where st is built, on one goroutine.
+func warmAssertions(st store.Store) {
+	_, _ = st.(remoteState)
+	_, _ = st.(sweeper)
+	_, _ = st.(store.Purger)
+}
+
 // remoteState is what the admin reads of a shared store.
 type remoteState interface {
 	breakerOpen() bool
