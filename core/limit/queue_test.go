@@ -317,6 +317,20 @@ func TestRealTimer(t *testing.T) {
 	}
 }
 
+// queuedBehindHolder is a limiter of one fetch slot, held by home, with a waiter of search's
+// queued in its pool by hand, and the function that gives the held slot back.
+func queuedBehindHolder(t *testing.T) (*Limiter, *pool, *slot, func()) {
+	t.Helper()
+	l := mustNew(t, Settings{MaxConcurrent: 1})
+	releaseHolder := hold(t, l, home)
+	p := l.fetch
+	s := &slot{partition: search.Partition, host: search.Host, ready: make(chan struct{})}
+	p.mu.Lock()
+	pushLocked(p, s)
+	p.mu.Unlock()
+	return l, p, s, releaseHolder
+}
+
 // TestLeaveAfterGrantOrExpiry covers a context that ends just as the waiter is granted or
 // shed: the waiter's goroutine may see either event first.
 func TestLeaveAfterGrantOrExpiry(t *testing.T) {
@@ -339,13 +353,7 @@ func TestLeaveAfterGrantOrExpiry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			l := mustNew(t, Settings{MaxConcurrent: 1})
-			releaseHolder := hold(t, l, home)
-			p := l.fetch
-			s := &slot{partition: search.Partition, host: search.Host, ready: make(chan struct{})}
-			p.mu.Lock()
-			pushLocked(p, s)
-			p.mu.Unlock()
+			l, p, s, releaseHolder := queuedBehindHolder(t)
 			tt.settle(p, s, releaseHolder)
 
 			if err := leave(canceled(), p, s); !errors.Is(err, tt.want) {
@@ -368,13 +376,7 @@ func TestQueuedUntilGrantedOrExpired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
-			l := mustNew(t, Settings{MaxConcurrent: 1})
-			releaseHolder := hold(t, l, home)
-			p := l.fetch
-			s := &slot{partition: search.Partition, host: search.Host, ready: make(chan struct{})}
-			p.mu.Lock()
-			pushLocked(p, s)
-			p.mu.Unlock()
+			_, p, s, releaseHolder := queuedBehindHolder(t)
 			if !queued(p, s) {
 				t.Fatal("queued = false for a waiter in the queue, want true")
 			}
