@@ -343,8 +343,7 @@ func (rec *recorder) WriteHeader(status int) {
 	}
 	// Every answer fetched passes here, called from Traefik's compiled proxy: each selector
 	// and each package constant takes a frame slot under Yaegi (docs/yaegi.md), so the
-	// header is read through a local, the statuses are literals (204, 304), and
-	// httpcache.IsOriginError's statuses a tagged switch's cases.
+	// header is read through a local and the statuses are literals (204, 304).
 	h := rec.header
 	rec.wroteHeader = true
 	rec.status = status
@@ -367,12 +366,8 @@ func (rec *recorder) WriteHeader(status int) {
 			}
 		}
 	}
-	if rec.sink == nil || (status == 304 && rec.stale) {
-		return
-	}
-	switch status {
-	case 500, 502, 503, 504:
-		// httpcache.IsOriginError: every waiter gets the error, or stale (FR-COA-5).
+	// An origin error is held: every waiter gets the error, or stale (FR-COA-5).
+	if rec.sink == nil || (status == 304 && rec.stale) || httpcache.IsOriginError(status) {
 		return
 	}
 	switch {
