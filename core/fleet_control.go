@@ -12,6 +12,7 @@ import (
 	"github.com/weirproxy/weir/core/breaker"
 	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/core/wait"
 )
 
 // What an operator does to breakers and paces through one Traefik reaches every Traefik
@@ -156,29 +157,24 @@ func (f *fleet) close() {
 	f.setStore(nil, nil, nil)
 }
 
+// loop polls every fleetEvery, or sleeps until the store's change signal or a wake. Its
+// waits go through core/wait, not select statements: Yaegi v0.16.1 shares a select's cases
+// between every goroutine running it, and each engine's loop runs this one (docs/yaegi.md):
+// a loop could take another engine's tick or wake, or see another engine's closed stop and
+// end.
 func (f *fleet) loop(stop chan struct{}) {
 	t := time.NewTicker(fleetEvery)
 	defer t.Stop()
 	for {
-		select {
-		case <-stop:
+		if wait.Either(stop, t.C) == 0 {
 			return
-		case <-t.C:
 		}
 		if signal := f.sleep(); signal != nil {
-			select {
-			case <-stop:
-			case <-signal:
-			case <-f.wakeup:
-			}
+			wait.Any(stop, signal, f.wakeup)
 			atomic.StoreInt32(&f.asleep, 0)
 		}
-		// Yaegi's select can take a case that is not ready (docs/yaegi.md): stop is checked
-		// again, a wake without a change costs one poll.
-		select {
-		case <-stop:
+		if wait.Ready(stop) {
 			return
-		default:
 		}
 		f.pollOnce()
 	}
@@ -210,10 +206,7 @@ func (f *fleet) sleep() <-chan struct{} {
 
 // wake wakes the loop if it sleeps (sleep).
 func (f *fleet) wake() {
-	select {
-	case f.wakeup <- struct{}{}:
-	default:
-	}
+	wait.Poke(f.wakeup)
 }
 
 // wakeFleet wakes e's fleet loop if it sleeps: a breaker recorded a result, which its

@@ -13,6 +13,7 @@ import (
 	"github.com/weirproxy/weir/core/missrate"
 	"github.com/weirproxy/weir/core/neg"
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/core/wait"
 )
 
 // miss handles a request that storage could not answer fresh. stale is what storage holds
@@ -262,8 +263,9 @@ func abortAnswer() {
 }
 
 // flightResult reads a finished flight's result. A flight that ended without one, which
-// Weir's fetch never does but Yaegi was seen to deliver inside Traefik about once in ten
-// thousand fetches under load, is errLostResult.
+// Weir's fetch never does, is errLostResult: inside Traefik under load, about once in ten
+// thousand fetches, a waiter's select statement once received another's flight (Yaegi
+// shares a select's cases between goroutines, docs/yaegi.md; waitFlight no longer selects).
 func flightResult(c *flight.Call) (*fetchResult, error) {
 	v, err := flight.Result(c)
 	if err != nil {
@@ -288,39 +290,19 @@ func (h *Handler) flightFailed(w http.ResponseWriter, r *http.Request, key strin
 	h.failed(w, r, stale, cacheStatus, "origin-panic")
 }
 
-// What waitFlight saw.
+// What waitFlight saw: the index of its channel in wait.Any's arguments.
 const (
 	flightDone = iota
 	clientGone
 	waitTimedOut
 )
 
-// waitFlight waits for c to finish, r's client to leave, or timeout (nil: no bound). Each
-// case is believed only when its channel really is ready: Yaegi v0.16.1's select was seen
-// to take one that was not, about once in 30,000 (docs/yaegi.md). The flight's case is
-// checked with flight.Ended, the client's with its context's error, a timer's by the time
-// it sent; a case taken wrongly goes back to the select, where every bound still holds. (A
-// second receive from the flight's channel, once the check here, waited out the whole fetch
-// when the case was taken wrongly: a follower answered "collapsed" after its leader's 1.5s,
-// its 300ms coalesce.followerMaxWait ignored.)
+// waitFlight waits for c to finish, r's client to leave, or timeout (nil: no bound). Through
+// wait.Any, not a select statement: Yaegi v0.16.1 shares a select's cases between every
+// goroutine running it, so a follower could receive another follower's timer, and then wait
+// out its leader's whole fetch, its coalesce.followerMaxWait ignored (docs/yaegi.md).
 func waitFlight(c *flight.Call, r *http.Request, timeout <-chan time.Time) int {
-	gone := r.Context().Done()
-	for {
-		select {
-		case <-flight.Done(c):
-			if flight.Ended(c) {
-				return flightDone
-			}
-		case <-gone:
-			if r.Context().Err() != nil {
-				return clientGone
-			}
-		case t := <-timeout:
-			if !t.IsZero() {
-				return waitTimedOut
-			}
-		}
-	}
+	return wait.Any(flight.Done(c), r.Context().Done(), timeout)
 }
 
 // follow waits for another request's fetch, at most coalesce.followerMaxWait (FR-COA-4).

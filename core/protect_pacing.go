@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirproxy/weir/core/budget"
 	"github.com/weirproxy/weir/core/hostkey"
+	"github.com/weirproxy/weir/core/wait"
 )
 
 // Pacing an origin (pacing): the requests that reach a paced host or domain are spaced
@@ -296,21 +297,10 @@ func waitTurn(ctx context.Context, p *paceTable, d time.Duration) bool {
 		defer timer.Stop()
 		fired = timer.C
 	}
-	// Yaegi v0.16.1's select was seen to take a case whose channel was not ready
-	// (docs/yaegi.md): the context is believed only with its error, the timer only with a
-	// time.
-	for {
-		select {
-		case at := <-fired:
-			if !at.IsZero() {
-				return true
-			}
-		case <-ctx.Done():
-			if ctx.Err() != nil {
-				return false
-			}
-		}
-	}
+	// wait.Either, not a select statement: Yaegi v0.16.1 shares a select's cases between
+	// every goroutine running it, and a request could take another's timer and wait until
+	// its client left (docs/yaegi.md).
+	return wait.Either(fired, ctx.Done()) == 0
 }
 
 // keepPacing gives e old's pacing, which lives as long as the middleware and keeps the

@@ -90,12 +90,17 @@ func publish(run *publisher, cfgChan chan<- json.Marshaler, payload json.Marshal
 	// A panic on an interpreted goroutine would end Traefik (docs/yaegi.md).
 	defer func() { _ = recover() }()
 	for {
+		// yaegilint:shared-select: Yaegi v0.16.1 shares a select's cases between every
+		// goroutine running it (docs/yaegi.md), and core/wait cannot send payload (an
+		// interpreted type behind an interface) through reflect. One goroutine per
+		// Provider runs this; only two provider blocks starting together could mix their
+		// sends.
 		select {
 		case cfgChan <- payload:
 			return
 		case <-run.stop:
-			// Believed only with the flag Stop sets first: Yaegi v0.16.1 was seen to take
-			// a receive case whose channel was not ready (docs/yaegi.md).
+			// Believed only with the flag Stop sets first: the channel may have been
+			// another Provider's (above).
 			if atomic.LoadInt32(&run.stopped) == 1 {
 				return
 			}

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/weirproxy/weir/core/wait"
 )
 
 // LagEvery is the period of the ticker whose lateness is the scheduler lag.
@@ -157,10 +159,7 @@ func (l *LagSampler) InFlight() int64 {
 // wakeUp wakes l if it sleeps: called by the request that made the count go from 0 to 1.
 func wakeUp(l *LagSampler) {
 	if atomic.LoadInt32(&l.sleeping) == 1 && atomic.CompareAndSwapInt32(&l.sleeping, 1, 0) {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
+		wait.Poke(l.wake)
 	}
 }
 
@@ -176,24 +175,16 @@ func (l *LagSampler) run(stop, done chan struct{}) {
 	}()
 	// Started asleep (the flag set), unless a request cleared the flag: then its wake is
 	// sent, and waited for. Not asleep(): its store would leave that wake over.
-	wait := atomic.LoadInt64(&l.inFlight) == 0 || !atomic.CompareAndSwapInt32(&l.sleeping, 1, 0)
+	sleep := atomic.LoadInt64(&l.inFlight) == 0 || !atomic.CompareAndSwapInt32(&l.sleeping, 1, 0)
 	for {
-		if wait {
-			select {
-			case <-stop:
-				return
-			case <-l.wake:
-			}
-			// Yaegi v0.16.1 was seen to take a case whose channel was not ready
-			// (docs/yaegi.md): stop wins whichever case was taken.
-			if isClosed(stop) {
-				return
-			}
+		// Stop wins when both are ready.
+		if sleep && (wait.Either(stop, l.wake) == 0 || wait.Ready(stop)) {
+			return
 		}
 		if !l.sample(stop) {
 			return
 		}
-		wait = true
+		sleep = true
 	}
 }
 
@@ -213,19 +204,19 @@ func (l *LagSampler) asleep() bool {
 // sample starts a ticker and ticks until a tick finds nothing in flight and l asleep
 // (true), or stop is closed (false). The ticker is stopped after l is asleep.
 func (l *LagSampler) sample(stop chan struct{}) bool {
+	// The wake's time before the ticker starts: every tick of it comes after (a test's
+	// clock may move as soon as the ticker is handed over).
+	woke := l.s.Now()
 	ticks, halt := l.s.Ticker(l.s.Every)
 	defer halt()
-	woke := l.s.Now()
 	for {
-		select {
-		case <-stop:
+		i, v := wait.EitherValue(stop, ticks)
+		// Stop wins when both are ready.
+		if i == 0 || wait.Ready(stop) {
 			return false
-		case at := <-ticks:
-			if isClosed(stop) {
-				return false
-			}
-			l.record(woke, at)
 		}
+		at, _ := v.Interface().(time.Time)
+		l.record(woke, at)
 		if atomic.LoadInt64(&l.inFlight) == 0 && l.asleep() {
 			return true
 		}
@@ -243,16 +234,6 @@ func (l *LagSampler) record(woke, at time.Time) {
 		late = 0
 	}
 	atomic.StoreInt64(&l.lag, decay(atomic.LoadInt64(&l.lag), late))
-}
-
-// isClosed reports whether ch is closed, without waiting.
-func isClosed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // decay is the new lag from the old and a tick's lateness: the lateness when it is more,

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -57,8 +56,6 @@ type Call struct {
 	// Set once before done is closed; read only after.
 	val interface{}
 	err error
-	// ended is 1 from just before done is closed, once val and err are set (Ended).
-	ended int32
 
 	// followers counts the callers that joined; guarded by the Group's mu.
 	followers int
@@ -141,21 +138,13 @@ func finish(g *Group, key string, c *Call) {
 		delete(g.calls, key)
 	}
 	g.mu.Unlock()
-	atomic.StoreInt32(&c.ended, 1)
 	close(c.done)
 }
 
 // Done is closed when the flight c's result is ready.
 func Done(c *Call) <-chan struct{} { return c.done }
 
-// Ended tells whether the flight c has finished, its result set: true from just before
-// Done is closed. A waiter that selects on Done with other channels checks it in Done's
-// case: Yaegi v0.16.1's select sometimes takes a receive case whose channel is not ready
-// (docs/yaegi.md), and a second receive from Done to make sure would wait out the whole
-// fetch, past the waiter's own bound.
-func Ended(c *Call) bool { return atomic.LoadInt32(&c.ended) == 1 }
-
-// Result returns the flight c's result; call it only after Done is closed or Ended is true.
+// Result returns the flight c's result; call it only after Done is closed.
 func Result(c *Call) (interface{}, error) { return c.val, c.err }
 
 // Followers reports how many callers joined the flight after its leader.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/weirproxy/weir/core/wait"
 )
 
 // States of a slot. A slot starts queued (a waiter) or held (granted at once); it ends
@@ -97,8 +99,8 @@ func queueLocked(ctx context.Context, p *pool, s *slot, spent time.Duration) err
 		p.mu.Unlock()
 		return ErrQueueFull
 	}
-	wait := p.caps.wait - spent
-	if wait <= 0 {
+	bound := p.caps.wait - spent
+	if bound <= 0 {
 		p.mu.Unlock()
 		return ErrQueueWait
 	}
@@ -108,12 +110,13 @@ func queueLocked(ctx context.Context, p *pool, s *slot, spent time.Duration) err
 	after := p.caps.afterFunc
 	p.mu.Unlock()
 
-	done := ctx.Done()
-	select {
-	case <-done:
+	// The waits below go through core/wait, not select statements: Yaegi v0.16.1 shares a
+	// select's cases between every goroutine running it, so a waiter could take another's
+	// grant or timer, and wait past limiter.maxQueueWait for as long as the queue ahead took
+	// (docs/yaegi.md).
+	if ctx.Err() != nil {
 		// Gone already: leave without arming a timer.
 		return leave(ctx, p, s)
-	default:
 	}
 	// The wait bound. The real one is a compiled Timer read through its channel: no closure
 	// to arm it, none to stop it (in Yaegi each costs a reflective wrapper, on every queued
@@ -124,56 +127,33 @@ func queueLocked(ctx context.Context, p *pool, s *slot, spent time.Duration) err
 	var fired <-chan time.Time
 	var stop func() bool
 	if after == nil {
-		timer = time.NewTimer(wait)
+		timer = time.NewTimer(bound)
 		fired = timer.C
 	} else {
-		stop = after(wait, func() {
+		stop = after(bound, func() {
 			// The timer runs this on a goroutine of its own, where a panic would end the
 			// whole Traefik process.
 			defer func() { _ = recover() }()
 			expire(p, s)
 		})
 	}
-	// Yaegi v0.16.1's select sometimes takes a case whose channel is not ready
-	// (docs/yaegi.md): ready is believed only once s has left the queue (queued), the context
-	// only with its error, and the timer only with a time; a case taken wrongly goes back to
-	// the select, where the timer still bounds the wait. (A second receive from ready, once
-	// the check here, waited for a grant with the timer no longer read: past
-	// limiter.maxQueueWait, for as long as the queue ahead took.)
-	for {
-		select {
-		case <-s.ready:
-			if !queued(p, s) {
-				stopTimer(timer, stop)
-				// s.state was set before ready was closed, and only giveBack changes it
-				// from here on.
-				if s.state == stateHeld {
-					return nil
-				}
-				return ErrQueueWait
-			}
-		case at := <-fired:
-			if !at.IsZero() {
-				// Sheds s unless a grant came first; either way s.ready is closed and the
-				// next turn returns.
-				expire(p, s)
-			}
-		case <-done:
-			if ctx.Err() != nil {
-				stopTimer(timer, stop)
-				return leave(ctx, p, s)
-			}
-		}
+	i := wait.Any(s.ready, fired, ctx.Done())
+	if i == 2 {
+		stopTimer(timer, stop)
+		return leave(ctx, p, s)
 	}
-}
-
-// queued tells whether s still waits in p's queue: its ready channel is closed exactly when
-// it no longer does (granted or expired, under p's lock).
-func queued(p *pool, s *slot) bool {
-	p.mu.Lock()
-	q := s.state == stateQueued
-	p.mu.Unlock()
-	return q
+	if i == 1 {
+		// Sheds s unless a grant came first; either way s.ready is closed.
+		expire(p, s)
+	} else {
+		stopTimer(timer, stop)
+	}
+	// s.state was set, under p's lock, before ready was closed, and only giveBack changes it
+	// from here on.
+	if s.state == stateHeld {
+		return nil
+	}
+	return ErrQueueWait
 }
 
 // stopTimer stops a waiter's wait bound: the real timer, or the injected one.

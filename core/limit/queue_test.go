@@ -363,33 +363,3 @@ func TestLeaveAfterGrantOrExpiry(t *testing.T) {
 		})
 	}
 }
-
-// TestQueuedUntilGrantedOrExpired: queued, which the wait believes its ready case by, tells
-// a waiter still in the queue from one granted or shed, whose ready channel is closed.
-func TestQueuedUntilGrantedOrExpired(t *testing.T) {
-	tests := []struct {
-		desc   string
-		settle func(p *pool, s *slot, releaseHolder func())
-	}{
-		{desc: "granted", settle: func(p *pool, s *slot, releaseHolder func()) { releaseHolder() }},
-		{desc: "expired", settle: func(p *pool, s *slot, releaseHolder func()) { expire(p, s); releaseHolder() }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.desc, func(t *testing.T) {
-			_, p, s, releaseHolder := queuedBehindHolder(t)
-			if !queued(p, s) {
-				t.Fatal("queued = false for a waiter in the queue, want true")
-			}
-			tt.settle(p, s, releaseHolder)
-			if queued(p, s) {
-				t.Errorf("queued = true once %s, want false", tt.desc)
-			}
-			select {
-			case <-s.ready:
-			default:
-				t.Errorf("ready open once %s, want closed", tt.desc)
-			}
-			giveBack(p, s)
-		})
-	}
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/mna/redisc"
+	"github.com/weirproxy/weir/core/wait"
 )
 
 // Redis Cluster (redis-cluster://host1:port,host2:port/).
@@ -294,10 +295,11 @@ func (s *Store) trackCluster() (live bool, err error) {
 	tick := time.NewTicker(layoutCheck)
 	defer tick.Stop()
 	for {
-		select {
-		case err := <-errs:
-			// Yaegi's select can take a case that is not ready (docs/yaegi.md): a receiver
-			// sends only errors, so a nil one was not sent.
+		// core/wait, not a select statement: Yaegi v0.16.1 shares a select's cases between
+		// every goroutine running it (docs/yaegi.md), and each Store tracks on its own.
+		if i, v := wait.EitherValue(errs, tick.C); i == 0 {
+			// A receiver sends only errors.
+			err, _ := v.Interface().(error)
 			if err == nil {
 				continue
 			}
@@ -305,7 +307,6 @@ func (s *Store) trackCluster() (live bool, err error) {
 				return live, errTrackClosed
 			}
 			return live, err
-		case <-tick.C:
 		}
 		now := atomic.LoadInt64(&s.layoutGen)
 		if now == gen {

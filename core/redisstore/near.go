@@ -10,6 +10,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/weirproxy/weir/core/store"
+	"github.com/weirproxy/weir/core/wait"
 )
 
 // The near tier: copies of entries read from the server, kept in this process and served
@@ -181,20 +182,14 @@ func (s *Store) track() {
 		if wasLive {
 			retry = trackRetry
 		}
-		moved := false
-		select {
-		case <-s.done:
-			return
-		case <-s.moved:
-			// The primary moved (sentinel.go): tracking is tried there at once.
-			moved = true
-		case <-time.After(retry):
-		}
-		// Yaegi's select can wake without its case being ready (docs/yaegi.md): check again.
-		if s.isClosed() {
+		// wait.Any, not a select statement: Yaegi v0.16.1 shares a select's cases between
+		// every goroutine running it (docs/yaegi.md), and each Store tracks on its own.
+		i := wait.Any(s.done, s.moved, time.After(retry))
+		if i == 0 {
 			return
 		}
-		if moved {
+		// 1: the primary moved (sentinel.go): tracking is tried there at once.
+		if i == 1 {
 			retry = trackRetry
 		} else if retry *= 2; retry > trackMaxRetry {
 			retry = trackMaxRetry
@@ -305,15 +300,10 @@ func (s *Store) ping(c redis.Conn, stop chan struct{}) {
 	t := time.NewTicker(trackPing)
 	defer t.Stop()
 	for {
-		select {
-		case <-stop:
+		// core/wait, not select statements: Yaegi v0.16.1 shares a select's cases between
+		// every goroutine running it (docs/yaegi.md), and one pings each connection tracked.
+		if wait.Either(stop, t.C) == 0 || wait.Ready(stop) {
 			return
-		case <-t.C:
-		}
-		select {
-		case <-stop:
-			return
-		default:
 		}
 		if c.Send("PING") != nil || c.Flush() != nil {
 			return

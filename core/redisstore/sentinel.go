@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/weirproxy/weir/core/wait"
 )
 
 // Redis Sentinel (redis-sentinel://sentinel1:26379,sentinel2:26379/mymaster).
@@ -149,10 +150,9 @@ func (s *Store) follow(addr string) {
 	for _, c := range conns {
 		c.Close()
 	}
-	select {
-	case s.moved <- struct{}{}:
-	default:
-	}
+	// Not a select statement: Yaegi v0.16.1 shares a select's cases, a send's value and
+	// channel too, between every goroutine running it (docs/yaegi.md).
+	wait.Poke(s.moved)
 }
 
 // movesSeen counts the moves from one primary to another.
@@ -209,13 +209,9 @@ func (s *Store) watchSentinels() {
 				retry = trackRetry
 			}
 		}
-		select {
-		case <-s.done:
-			return
-		case <-time.After(retry):
-		}
-		// Yaegi's select can wake without its case being ready (docs/yaegi.md): check again.
-		if s.isClosed() {
+		// wait.Either, not a select statement: Yaegi v0.16.1 shares a select's cases
+		// between every goroutine running it (docs/yaegi.md).
+		if wait.Either(s.done, time.After(retry)) == 0 {
 			return
 		}
 		if retry *= 2; retry > trackMaxRetry {

@@ -1,12 +1,14 @@
 // Package await holds the waits Weir's tests share across packages. Each one fails the test
 // with "hangs" when what it waits for has not come within the bound it is given: a test never
-// blocks for ever on a bug. Standard library only: the tests run interpreted too.
+// blocks for ever on a bug. Standard library and core/wait only: the tests run interpreted too.
 package await
 
 import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/core/wait"
 )
 
 // Goroutines runs f(0) to f(n-1), each on a goroutine of its own, and waits for them all
@@ -35,12 +37,9 @@ func Group(t testing.TB, wg *sync.WaitGroup, within time.Duration, what string) 
 		wg.Wait()
 		close(done)
 	}()
-	select {
-	case <-done:
-		// Again: Yaegi v0.16.1 was seen to take a receive case whose channel was not ready
-		// (docs/yaegi.md); on a closed channel this returns at once.
-		<-done
-	case <-time.After(within):
+	// wait.Either, not a select statement: Yaegi v0.16.1 shares a select's cases between
+	// every goroutine running it (docs/yaegi.md), and tests wait in parallel.
+	if wait.Either(done, time.After(within)) == 1 {
 		t.Fatalf("%s: hangs after %v", what, within)
 	}
 }

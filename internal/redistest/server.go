@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirproxy/weir/core/wait"
 )
 
 // SkipEnv names the environment variable that, set to 1, skips tests needing redis-server
@@ -169,10 +171,10 @@ func (s *Server) start() {
 		if err == nil && reply == "PONG" {
 			return
 		}
-		select {
-		case <-exited:
+		// wait.Ready, not a select statement: Yaegi v0.16.1 shares a select's cases between
+		// every goroutine running it (docs/yaegi.md), and servers start in parallel.
+		if wait.Ready(exited) {
 			s.t.Fatalf("redis-server exited at start: %s", readLog(logPath))
-		default:
 		}
 		if time.Now().After(deadline) {
 			s.Stop()

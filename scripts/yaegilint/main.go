@@ -44,11 +44,14 @@ func main() {
 			if !strings.HasSuffix(path, ".go") {
 				return nil
 			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
+			f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
 			if err != nil {
 				return err
 			}
 			check(f, report)
+			if !strings.HasSuffix(path, "_test.go") {
+				checkSelects(fset, f, report)
+			}
 			return nil
 		})
 		if err != nil {
@@ -119,6 +122,30 @@ func check(f *ast.File, report func(token.Pos, string, ...interface{})) {
 			if lit, ok := n.X.(*ast.BasicLit); ok && lit.Kind == token.INT {
 				report(n.Pos(), "range over an integer is not supported by Yaegi v0.16.1")
 			}
+		}
+		return true
+	})
+}
+
+// sharedSelectMark, in the comment right above a select statement, says that its cases
+// being shared was weighed and is borne, and why.
+const sharedSelectMark = "yaegilint:shared-select"
+
+// checkSelects flags every select statement of a non-test file but those marked
+// sharedSelectMark: Yaegi v0.16.1 keeps one array of cases per select statement, shared by
+// every goroutine running it, so a goroutine can wait on, and receive from, another's
+// channels (docs/yaegi.md). Weir waits through core/wait instead. Tests are left out: a test
+// wait that takes another's channel fails or hangs the test, it never reaches a user.
+func checkSelects(fset *token.FileSet, f *ast.File, report func(token.Pos, string, ...interface{})) {
+	marked := map[int]bool{}
+	for _, g := range f.Comments {
+		if strings.Contains(g.Text(), sharedSelectMark) {
+			marked[fset.Position(g.End()).Line+1] = true
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectStmt); ok && !marked[fset.Position(sel.Pos()).Line] {
+			report(sel.Pos(), "a select statement: Yaegi v0.16.1 shares its cases between every goroutine running it, which can receive from each other's channels; wait with core/wait (Either, EitherValue, Any, Ready, Poke), or mark a select whose sharing is borne with %q and why", sharedSelectMark)
 		}
 		return true
 	})

@@ -21,6 +21,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"io"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -385,33 +386,33 @@ func (p *Pool) waitVacantConn(ctx context.Context) (waited time.Duration, err er
 	// whose context had ended then gave its token back to the closed channel, a panic (send
 	// on closed channel) in the request that made the call. Weir closes a pool while calls
 	// may wait in it (core/redisstore resetPool, after a server restarted). The token goes
-	// back under mu, to an open pool only, as put does; GetContext tells a closed pool. The
-	// context is read with Err, and a ctx.Done case taken while ctx is not done waits
-	// again: Yaegi's select may take a case that was not ready. (Yaegi's select never takes
-	// a `case v, ok := <-p.ch` from a field: the receive stays plain.)
-	for {
-		select {
-		case <-p.ch:
-			// Additionally check that context hasn't expired while we were waiting,
-			// because `select` picks a random `case` if several of them are "ready".
-			if err := ctx.Err(); err != nil {
-				p.mu.Lock()
-				if !p.closed && len(p.ch) < cap(p.ch) {
-					p.ch <- struct{}{}
-				}
-				p.mu.Unlock()
-				return 0, err
-			}
-			if wait {
-				return time.Since(start), nil
-			}
-			return 0, nil
-		case <-ctx.Done():
-			if err := ctx.Err(); err != nil {
-				return 0, err
-			}
-		}
+	// back under mu, to an open pool only, as put does; GetContext tells a closed pool.
+	//
+	// Weir: reflect.Select on cases of this call's own, not a select statement: Yaegi
+	// v0.16.1 keeps one array of cases per select statement, shared by every goroutine
+	// running it, so a call could take another pool's token (a Cluster has a pool per node)
+	// or end on another call's context.
+	chosen, _, _ := reflect.Select([]reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.ch)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+	})
+	if chosen == 1 {
+		return 0, ctx.Err()
 	}
+	// Additionally check that context hasn't expired while we were waiting,
+	// because `select` picks a random `case` if several of them are "ready".
+	if err := ctx.Err(); err != nil {
+		p.mu.Lock()
+		if !p.closed && len(p.ch) < cap(p.ch) {
+			p.ch <- struct{}{}
+		}
+		p.mu.Unlock()
+		return 0, err
+	}
+	if wait {
+		return time.Since(start), nil
+	}
+	return 0, nil
 }
 
 func (p *Pool) dial(ctx context.Context) (Conn, error) {

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"io"
+	"reflect"
 	"strconv"
 	"time"
 )
@@ -52,9 +53,9 @@ func DoBulk(p *Pool, req string, now, deadline time.Time) ([]byte, int, error) {
 	// back after a GetContext, whose lazyInit made p.ch: read under p.mu, after that put,
 	// without calling lazyInit, whose func literal passed to sync.Once costs an
 	// interpreter a wrapper made on every call.
-	select {
-	case <-p.ch:
-	default:
+	// TryRecv, not a select statement with a default: Yaegi v0.16.1 shares a select's cases
+	// between every goroutine running it, so a call could take another pool's slot.
+	if _, ok := reflect.ValueOf(p.ch).TryRecv(); !ok {
 		p.mu.Unlock()
 		return nil, BulkDeclined, nil
 	}
