@@ -114,7 +114,10 @@ type Breaker struct {
 	slowCall int64
 
 	key string
-	s   Settings // defaults applied
+	// s is the breaker's settings, defaults applied. A pointer: under Yaegi a selector
+	// through a struct held by value (b.s.SlowCall) takes a slot of the whole Settings on
+	// every call of the function that reads it, RecordAt on every result (docs/yaegi.md).
+	s *Settings
 
 	// mu guards every field below.
 	mu sync.Mutex
@@ -181,7 +184,7 @@ func New(key string, s Settings) (*Breaker, error) {
 
 // newBreaker builds a breaker from settings already validated and defaulted.
 func newBreaker(key string, s Settings) *Breaker {
-	b := &Breaker{key: key, s: s, slowCall: int64(s.SlowCall), gen: 1, win: newWindow(s.Window)}
+	b := &Breaker{key: key, s: &s, slowCall: int64(s.SlowCall), gen: 1, win: newWindow(s.Window)}
 	if s.ConsecutiveFailures > 0 {
 		b.quiet = b.gen
 	}
@@ -374,7 +377,7 @@ func recordResult(b *Breaker, p Permit, status int, failed bool, took, retryAfte
 				return Unchanged
 			}
 			c := b.win.counts(now).Add(b.fleet)
-			reason := tripRule(&b.s, c)
+			reason := tripRule(b.s, c)
 			if reason == "" {
 				b.mu.Unlock()
 				return Unchanged

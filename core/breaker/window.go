@@ -37,7 +37,9 @@ func (c Counts) Add(o Counts) Counts {
 // safe for concurrent use; the Breaker's lock guards it.
 type window struct {
 	width int64 // nanoseconds per bucket
-	b     [buckets]bucket
+	// b holds buckets buckets. A slice, not an array: under Yaegi `&w.b[i]` of an array
+	// field takes a slot of the whole array on every result recorded (docs/yaegi.md).
+	b []bucket
 }
 
 func newWindow(d time.Duration) window {
@@ -45,7 +47,7 @@ func newWindow(d time.Duration) window {
 	if w < 1 {
 		w = 1
 	}
-	return window{width: w}
+	return window{width: w, b: make([]bucket, buckets)}
 }
 
 // addResult counts one result at now. A function rather than a method: it runs in every

@@ -50,11 +50,13 @@ type row struct {
 	// last is the second (Unix) of the last count; weight is the sketch's count.
 	last   int64
 	weight int64
-	// minute holds the minute (Unix seconds / 60) each slot counts; counts the slots'
-	// counts, slot by slot, fields within.
-	minute  [slotCount]int64
+	// minute holds the minute (Unix seconds / 60) each slot counts (slotCount of them);
+	// counts the slots' counts, slot by slot, fields within; latency the latency buckets'
+	// counts (latencyBuckets). Slices, not arrays: under Yaegi `r.minute[s]` of an array
+	// field takes a slot of the whole array on every call of Add, twice a row (docs/yaegi.md).
+	minute  []int64
 	counts  []int64
-	latency [12]int64
+	latency []int64
 }
 
 // NewTable returns a Table of keys with fields counts each, holding at most capacity keys.
@@ -65,13 +67,16 @@ func NewTable(fields, capacity int) *Table {
 	return &Table{fields: fields, capacity: capacity, rows: make(map[string]*row), all: newRow("", fields)}
 }
 
+// latencyBuckets is how many latency buckets a row counts: one per bound and one past them.
+const latencyBuckets = 12
+
 func newRow(key string, fields int) *row {
-	return &row{key: key, counts: make([]int64, slotCount*fields)}
+	return &row{key: key, minute: make([]int64, slotCount), counts: make([]int64, slotCount*fields), latency: make([]int64, latencyBuckets)}
 }
 
 // Bytes bounds the memory the table's rows hold, keys included, when full.
 func (t *Table) Bytes() int {
-	perRow := 8*slotCount*(1+t.fields) + 8*12 + MaxKeyBytes + 64
+	perRow := 8*slotCount*(1+t.fields) + 8*latencyBuckets + MaxKeyBytes + 64 + 3*24
 	// A map entry per row: the key's header and the pointer, with the map's overhead.
 	return (t.capacity+1)*perRow + t.capacity*64
 }
@@ -170,8 +175,12 @@ func (t *Table) take(key string, now int64) *row {
 	for i := range victim.counts {
 		victim.counts[i] = 0
 	}
-	victim.minute = [slotCount]int64{}
-	victim.latency = [12]int64{}
+	for i := range victim.minute {
+		victim.minute[i] = 0
+	}
+	for i := range victim.latency {
+		victim.latency[i] = 0
+	}
 	victim.key, victim.weight = key, weight
 	t.rows[key] = victim
 	return victim
@@ -247,7 +256,7 @@ func (r *row) view(now int64, fields int) Row {
 			v.Counts[i] += r.counts[s*fields+i]
 		}
 	}
-	v.P95 = percentile(r.latency[:], 0.95)
+	v.P95 = percentile(r.latency, 0.95)
 	return v
 }
 
