@@ -170,11 +170,11 @@ func (f *fleet) loop(stop chan struct{}) {
 			return
 		}
 		if signal := f.sleep(); signal != nil {
-			wait.Any(stop, signal, f.wakeup)
+			woke := wait.Any(stop, signal, f.wakeup)
 			atomic.StoreInt32(&f.asleep, 0)
-		}
-		if wait.Ready(stop) {
-			return
+			if woke == 0 {
+				return
+			}
 		}
 		f.pollOnce()
 	}

@@ -18,7 +18,8 @@ package wait
 import "reflect"
 
 // Either waits until a receive from a or b can proceed, makes it, and returns 0 for a's,
-// 1 for b's.
+// 1 for b's. Either, EitherValue and Any each build their own cases rather than share a
+// helper: under Yaegi each call in between would cost every wait a frame.
 func Either(a, b interface{}) int {
 	i, _, _ := reflect.Select([]reflect.SelectCase{
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a)},
