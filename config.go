@@ -296,6 +296,13 @@ func (c *Config) protections(s *core.Settings) error {
 	if s.MissRate.Throttle, err = parseBool("missRate.throttle", c.MissRate.Throttle); err != nil {
 		return err
 	}
+	if strings.TrimSpace(c.MissRate.Bypass) != "" {
+		bypass, err := parseBool("missRate.bypass", c.MissRate.Bypass)
+		if err != nil {
+			return err
+		}
+		s.MissRate.NoBypass = !bypass
+	}
 	if s.AllowPurge, err = parseBool("cache.allowPurge", c.Cache.AllowPurge); err != nil {
 		return err
 	}

@@ -325,6 +325,9 @@ type MissRateConfig struct {
 	Ratio string `json:"ratio,omitempty"`
 	// Throttle gives an anomalous path one origin fetch per window ("false": report only).
 	Throttle string `json:"throttle,omitempty"`
+	// Bypass sends an anomalous path's first request for each URL to the origin without
+	// storing or coalescing it ("true"); asked again, a URL is cached as usual.
+	Bypass string `json:"bypass,omitempty"`
 	// Unknown holds the options of this section Weir does not know, which New refuses
 	// (mapstructure's remain: Traefik's decoder would otherwise drop them unseen).
 	Unknown map[string]interface{} `json:"-" mapstructure:",remain"`

@@ -45,6 +45,9 @@ type Handler struct {
 	hot *store.Memory
 	// missRate is the engine's miss-rate detector, told of every lookup that could hit.
 	missRate *missrate.Detector
+	// missFlags is missRate's count of flagged partitions while missRate.bypass can act
+	// (missrate.Flags), which the common miss loads itself rather than calling bypassed.
+	missFlags *int32
 	// passStatus is the Cache-Status of a request for a key marked hit-for-pass, built once.
 	passStatus string
 	// passStatusValue is passStatus as a header value, shared by every answer: header
@@ -117,7 +120,8 @@ func New(name string, s Settings, next http.Handler) (*Handler, error) {
 		shared: fallbackOf(e.store),
 		hot:    e.hot,
 
-		missRate: e.missRate,
+		missRate:  e.missRate,
+		missFlags: missrate.Flags(e.missRate),
 
 		passStatus:      statusFwd + fwdURIMiss + paramDetail + "uncacheable",
 		passStatusValue: []string{statusFwd + fwdURIMiss + paramDetail + "uncacheable"},

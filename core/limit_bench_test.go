@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/limit"
+	"github.com/weirproxy/weir/core/missrate"
 )
 
 // What the origin concurrency budget adds to a fetch (FR-LIM-1). Every miss, refresh and
@@ -59,9 +60,53 @@ func BenchmarkLimiterMissProxied(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := mustNew(b, uniqueEngineName(b), Settings{Log: discardLog}, httputil.NewSingleHostReverseProxy(u))
+	// Distinct queries of one path: past missRate.minMisses, missRate.bypass would send
+	// them past the cache (BenchmarkMissBypassedProxied measures that).
+	s := Settings{Log: discardLog, MissRate: missrate.Settings{NoBypass: true}}
+	h := mustNew(b, uniqueEngineName(b), s, httputil.NewSingleHostReverseProxy(u))
 	limBenchServe(b, h, limBenchOriginForm(b.N), http.StatusOK)
 }
+
+// BenchmarkMissBypassedProxied is BenchmarkLimiterMissProxied on a path the miss-rate
+// detector has flagged: each key asked for the first time goes past the cache
+// (missRate.bypass, FR-MR-3), as a cache-busting flood's requests do.
+func BenchmarkMissBypassedProxied(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = []string{"max-age=3600"}
+		w.Write([]byte("x"))
+	}))
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The default thresholds, over a window no run outlasts: the flood's judged misses are
+	// one in ten, as in Traefik.
+	s := Settings{Log: discardLog, MissRate: missrate.Settings{Window: time.Hour}}
+	h := mustNew(b, uniqueEngineName(b), s, httputil.NewSingleHostReverseProxy(u))
+	// Keys of this run's own (b.N grows, and runs may share an engine's cache): 500 to
+	// flag the path (missRate.minMisses), then the first-asked keys measured.
+	bypassRuns++
+	reqs := make([]*http.Request, b.N+missrate.DefaultMinMisses+1)
+	for i := range reqs {
+		q := "/b" + strconv.Itoa(bypassRuns) + "/x?q=" + strconv.Itoa(i)
+		reqs[i] = httptest.NewRequest(http.MethodGet, "http://example.com"+q, nil)
+		reqs[i].RequestURI = q
+	}
+	for _, r := range reqs[:missrate.DefaultMinMisses] {
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, reqs[missrate.DefaultMinMisses])
+	if got := w.Header().Get("Cache-Status"); got != "Weir; fwd=bypass; detail=flood" {
+		b.Fatalf("Cache-Status %q, want the miss bypassed", got)
+	}
+	reqs = reqs[missrate.DefaultMinMisses+1:]
+	limBenchServe(b, h, reqs, http.StatusOK)
+}
+
+// bypassRuns numbers BenchmarkMissBypassedProxied's runs.
+var bypassRuns int
 
 // limBenchOriginForm returns n requests for keys of their own on one path, in origin form
 // as Traefik hands them on (RequestURI "/k/x?q=N"), so that ServeHTTP takes its path for
@@ -142,6 +187,8 @@ func limBenchHandler(b *testing.B, ls limit.Settings) *Handler {
 		w.Header()["Cache-Control"] = []string{"max-age=3600"}
 		w.Write([]byte("x"))
 	})
-	// Each run of the function (b.N grows) gets a fresh engine and cache.
-	return mustNew(b, uniqueEngineName(b), Settings{Log: discardLog, Limiter: ls}, origin)
+	// Each run of the function (b.N grows) gets a fresh engine and cache. Distinct queries
+	// of one path (BenchmarkLimiterShed) stay on the cache's path past missRate.minMisses.
+	s := Settings{Log: discardLog, Limiter: ls, MissRate: missrate.Settings{NoBypass: true}}
+	return mustNew(b, uniqueEngineName(b), s, origin)
 }

@@ -37,6 +37,10 @@ func miss(h *Handler, w http.ResponseWriter, r *http.Request, key, at string, st
 		if !neg.Empty(h.e.neg) && negativeHit(h, w, r, key, now) {
 			return
 		}
+		// missrate.Flags loaded here: while no path floods, no call (missRate.bypass).
+		if atomic.LoadInt32(h.missFlags) != 0 && bypassed(h, w, r, key, now) {
+			return
+		}
 		joinFlight(h, w, r, key, nil, statusFwd+fwdURIMiss, now)
 		return
 	}

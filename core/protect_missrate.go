@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirproxy/weir/core/admin"
 	"github.com/weirproxy/weir/core/events"
+	"github.com/weirproxy/weir/core/httpcache"
 	"github.com/weirproxy/weir/core/missrate"
 )
 
@@ -22,6 +23,27 @@ import (
 var reasonMissRate = &reason{name: "miss-rate", status: http.StatusServiceUnavailable, text: textUnavailable, stale: staleAny}
 
 func init() { registerReasons(reasonMissRate) }
+
+// statusFlood is the Cache-Status of a miss sent past the cache (bypassed).
+var statusFlood = []string{statusBypass + paramDetail + "flood"}
+
+// bypassed sends r, a miss of key with nothing stored and nothing of its client's to weigh,
+// to the origin past the cache when key's partition floods and key was not asked for before
+// (missRate.bypass, missrate.Bypass), and reports whether it did. The trip takes the gate as
+// every pass-through does, in key's partition: the breaker, pacing and the limiter's share
+// hold the flood as they held its fetches. Counted as a miss of the partition, so that the
+// flood stays flagged while it lasts.
+func bypassed(h *Handler, w http.ResponseWriter, r *http.Request, key string, now time.Time) bool {
+	part := httpcache.PartitionOf(key)
+	if !missrate.Bypass(h.missRate, part, key, now) {
+		return false
+	}
+	if a := missrate.Miss(h.missRate, part, r.URL.RawQuery, now); a != nil {
+		h.reportAnomaly(a)
+	}
+	pass(h, w, r, part, statusFlood)
+	return true
+}
 
 // reportAnomaly logs a miss_rate_anomaly event once per anomaly (FR-MR-2).
 func (h *Handler) reportAnomaly(a *missrate.Anomaly) {
@@ -41,7 +63,7 @@ func anomalyEvent(log *events.Log, a *missrate.Anomaly) {
 	if len(a.Varying) > 0 {
 		fields = append(fields, events.Str("varying", strings.Join(a.Varying, ",")))
 	}
-	fields = append(fields, events.Bool("throttled", a.Throttled))
+	fields = append(fields, events.Bool("throttled", a.Throttled), events.Bool("bypassed", a.Bypassed))
 	log.Emit(events.MissRateAnomaly, fields...)
 }
 

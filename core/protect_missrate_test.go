@@ -2,12 +2,14 @@ package core
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weirproxy/weir/core/breaker"
+	"github.com/weirproxy/weir/core/limit"
 	"github.com/weirproxy/weir/core/missrate"
 )
 
@@ -256,5 +258,97 @@ func TestMissRateIgnoresRefusalsWhileProbing(t *testing.T) {
 	}
 	if got, want := o.callCount(), probeCall; got != want {
 		t.Errorf("origin calls = %d, want %d: only the probe while half-open", got, want)
+	}
+}
+
+// TestMissRateBypass: once a path floods, the first request for each of its URLs goes to the
+// origin past the cache (missRate.bypass), and the second is cached as usual.
+func TestMissRateBypass(t *testing.T) {
+	const bypassed = "Weir; fwd=bypass; detail=flood"
+	const stored = "Weir; fwd=uri-miss; stored"
+	tests := []struct {
+		desc     string
+		noBypass bool
+		// want are the Cache-Status fields of the first, second and third request for one
+		// URL of the flooded path, after its anomaly.
+		want []string
+	}{
+		{desc: "bypass on (the default)", want: []string{bypassed, stored, "Weir; hit; ttl=60"}},
+		{desc: "bypass off", noBypass: true, want: []string{stored, "Weir; hit; ttl=60", "Weir; hit; ttl=60"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			clock := newFakeClock()
+			logs := &testLog{}
+			o := newScriptOrigin(t, protectAnswer)
+			s := missRateSettings(clock, logs, 10, false)
+			s.MissRate.NoBypass = tt.noBypass
+			h := newTestHandler(t, s, o)
+			for i := 0; i < 10; i++ {
+				if got := do(t, h, http.MethodGet, "http://example.com/flood?cb="+strconv.Itoa(i)).Header().Get("Cache-Status"); got != stored {
+					t.Fatalf("flood request %d before the anomaly: Cache-Status %q, want %q", i, got, stored)
+				}
+			}
+			lines := logs.with("miss_rate_anomaly")
+			if want := "bypassed=" + strconv.FormatBool(!tt.noBypass); len(lines) != 1 || !strings.Contains(lines[0], want) {
+				t.Fatalf("anomaly lines = %q, want one with %s", lines, want)
+			}
+			calls := o.count("/flood")
+			for i, want := range tt.want {
+				w := do(t, h, http.MethodGet, "http://example.com/flood?cb=new")
+				if got := w.Header().Get("Cache-Status"); w.Code != http.StatusOK || got != want {
+					t.Errorf("request %d for a new URL: status %d, Cache-Status %q; want 200, %q", i+1, w.Code, got, want)
+				}
+			}
+			if got, want := o.count("/flood")-calls, 2; !tt.noBypass && got != want {
+				t.Errorf("origin calls for the new URL = %d, want %d (bypassed, then stored)", got, want)
+			}
+			// Another path is never bypassed.
+			if got := do(t, h, http.MethodGet, "http://example.com/other?q=1").Header().Get("Cache-Status"); got != stored {
+				t.Errorf("another path during the flood: Cache-Status %q, want %q", got, stored)
+			}
+		})
+	}
+}
+
+// TestMissRateBypassTakesTheGate: a flooded path's bypassed misses hold the limiter's share
+// of their path as its fetches do: one slot, one in the queue, the rest shed (FR-MR-3,
+// FR-LIM-3).
+func TestMissRateBypassTakesTheGate(t *testing.T) {
+	o := newScriptOrigin(t, limAnswer)
+	s := Settings{
+		Limiter: limit.Settings{
+			MaxConcurrent: 4, MaxPerPartition: 1, MaxQueue: 8, MaxQueuePerPartition: 1,
+			MaxQueueWait: 5 * time.Second, AfterFunc: limNeverFires,
+		},
+		MissRate: missrate.Settings{Window: 10 * time.Second, MinMisses: 10},
+	}
+	h := newTestHandler(t, s, o)
+	search := func(i int) *http.Request { return newRequest("GET", "http://example.com/search?q="+strconv.Itoa(i)) }
+	for i := 1; i <= 10; i++ {
+		wantCode(t, "flood before the anomaly", serveRequest(t, h, search(i)), 200)
+	}
+	o.hold(11)
+	first := serveAsync(h, search(11))
+	o.waitEntered(t, 11)
+	second := serveAsync(h, search(12))
+	limWaitQueued(t, h, false, 1)
+
+	w := serveRequest(t, h, search(13))
+	wantCode(t, "third bypassed query", w, 503)
+	if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=bypass; detail=partition-queue-full"; got != want {
+		t.Errorf("third bypassed query: Cache-Status = %q, want %q", got, want)
+	}
+	if w.Header().Get("Retry-After") == "" {
+		t.Errorf("third bypassed query: no Retry-After")
+	}
+	wantCode(t, "other path", serveRequest(t, h, newRequest("GET", "http://example.com/other?q=1")), 200)
+
+	o.release(11)
+	for _, w := range []*httptest.ResponseRecorder{awaitAnswer(t, first), awaitAnswer(t, second)} {
+		wantCode(t, "bypassed query", w, 200)
+		if got, want := w.Header().Get("Cache-Status"), "Weir; fwd=bypass; detail=flood"; got != want {
+			t.Errorf("bypassed query: Cache-Status = %q, want %q", got, want)
+		}
 	}
 }

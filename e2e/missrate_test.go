@@ -108,7 +108,8 @@ func mrWantOneAnomaly(t *testing.T, tr *Traefik, mw, path string, throttled bool
 // TestMissRateFlood: 1,500 requests with distinct cb queries on one path, from 16 clients
 // in about 5s, with missRate.minMisses 500:
 //   - report only (weir-mr): exactly one miss_rate_anomaly line naming the path and cb; every
-//     request is still fetched and answered;
+//     request is still fetched and answered, past the cache once the path is flagged
+//     (missRate.bypass), and a URL asked again is stored;
 //   - with throttle (weir-mt), the same flood followed by 12s at 100 distinct queries a
 //     second: one line too; the origin sees the misses before the anomaly and then one fetch
 //     per window for that path, a window apart; the other requests get 503 with Retry-After
@@ -163,6 +164,18 @@ func TestMissRateFlood(t *testing.T) {
 		t.Logf("%d requests in %v, origin requests %d", len(replies), took.Round(time.Millisecond), o.Count("/mr/flood"))
 		wantCount(t, o, "/mr/flood", mrFloodRequests)
 		mrWantOneAnomaly(t, tr, "weir-mr", "/mr/flood", false)
+		// Once flagged, the flood's URLs went past the cache (missRate.bypass, FR-MR-3); the
+		// last one, asked again, is stored, and then a hit.
+		last := replies[len(replies)-1]
+		if got := last.cs.params["fwd"] + " " + last.cs.params["detail"]; got != "bypass flood" {
+			t.Errorf("last flood request: Cache-Status %q, want fwd=bypass; detail=flood", last.cs.raw)
+		}
+		if cs := get(t, tr, last.path).cacheStatus(); cs.params["fwd"] != "uri-miss" || !cs.has("stored") {
+			t.Errorf("%s asked again: Cache-Status %q, want fwd=uri-miss; stored", last.path, cs.raw)
+		}
+		if cs := get(t, tr, last.path).cacheStatus(); !cs.has("hit") {
+			t.Errorf("%s asked a third time: Cache-Status %q, want a hit", last.path, cs.raw)
+		}
 	})
 
 	t.Run("throttle", func(t *testing.T) {

@@ -159,6 +159,9 @@ func (c *inFlight) now() int64 { return atomic.LoadInt64(&c.n) }
 // most is the most requests the handler served at once.
 func (c *inFlight) most() int64 { return atomic.LoadInt64(&c.peak) }
 
+// restart makes most count from now: the requests the handler serves now, then any more.
+func (c *inFlight) restart() { atomic.StoreInt64(&c.peak, atomic.LoadInt64(&c.n)) }
+
 // delayed answers as h after d.
 func delayed(d time.Duration, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -85,6 +85,9 @@ events shed 2
 
 step "5. A miss-rate warning: the /search flood missed the cache 90% of the time or more"
 events miss_rate_anomaly 1
+echo "(bypassed=true: from then on each query's first ask went past the cache, Cache-Status"
+echo " fwd=bypass; detail=flood, so the flood never pushed stored pages out; asked again, a"
+echo " query is cached as usual: missRate.bypass)"
 
 step "6. A page served stale while its origin is down (stale.ifError: 1h)"
 echo "/flaky says only max-age=2: no stale-if-error of its own; Weir's policy gives it one"

@@ -29,6 +29,9 @@ type Anomaly struct {
 	Varying []string
 	// Throttled tells whether AllowFetch now holds the partition to one origin fetch a window.
 	Throttled bool
+	// Bypassed tells whether Bypass now sends the partition's first miss of each key past
+	// the cache.
+	Bypassed bool
 }
 
 // Detector counts lookups and misses in Slots counters and flags partitions whose misses
@@ -43,11 +46,14 @@ type Detector struct {
 	// none is. Changed under the slot's mutex along with the slot's flag.
 	flagged int32
 
-	window     int64 // nanoseconds
-	windowDur  time.Duration
-	minMisses  int64
-	ratio      int64 // parts of ratioScale
-	throttle   bool
+	window    int64 // nanoseconds
+	windowDur time.Duration
+	minMisses int64
+	ratio     int64 // parts of ratioScale
+	throttle  bool
+	// noBypass: Settings.NoBypass, or Throttle, which holds a flood's fetches tighter.
+	noBypass   bool
+	door       *doorkeeper
 	judgeFrom  int64
 	judgeEvery int64
 }
@@ -102,6 +108,8 @@ func New(s Settings) (*Detector, error) {
 		minMisses:  int64(s.MinMisses),
 		ratio:      scaledRatio(s.Ratio),
 		throttle:   s.Throttle,
+		noBypass:   s.NoBypass || s.Throttle,
+		door:       newDoorkeeper(),
 		judgeFrom:  judgeFrom(s.MinMisses),
 		judgeEvery: judgeEvery(s.MinMisses),
 	}
@@ -277,6 +285,7 @@ func raise(d *Detector, s *slot, partition string, h uint64, requests int64, n i
 		At:        time.Unix(0, n),
 		Varying:   varying(&s.params, topVarying),
 		Throttled: d.throttle,
+		Bypassed:  !d.noBypass,
 	}
 	restart(d, s, n)
 	return a

@@ -53,6 +53,15 @@
 // AllowFetch refuses still count, so a throttled flood stays visible. Without Throttle the
 // same flag only keeps an anomaly from being reported twice.
 //
+// # Bypass (FR-MR-3)
+//
+// Without Throttle, and unless NoBypass is set, a flagged partition's keys go past the cache
+// until they are asked for a second time: Bypass answers true for a key's first miss, which
+// the engine sends to the origin as a pass-through, neither stored nor coalesced, and counts
+// with Miss all the same. Which keys were asked is kept in an 8 KiB Bloom filter of two
+// hashes, started over once 4,096 keys are in (bypass.go). Flags gives the engine a count to
+// load before calling Bypass, so that a miss while nothing floods costs no call.
+//
 // A path whose answers are never stored misses on every lookup and looks like a flood: the
 // engine should count only lookups that could have hit, not requests it passes through.
 //
@@ -75,6 +84,10 @@
 //		missrate.Hit(d, partition)
 //	} else if a := missrate.Miss(d, partition, r.URL.RawQuery, now); a != nil {
 //		// emit miss_rate_anomaly and log one warning, outside any lock of the engine's
+//	}
+//	if !hit && nothingStored && atomic.LoadInt32(missrate.Flags(d)) != 0 &&
+//		missrate.Bypass(d, partition, key, now) {
+//		// count it with missrate.Miss, then send it to the origin past the cache
 //	}
 //	if !hit && leadsTheFetch && throttle { // a flight's followers cost the origin nothing
 //		if ok, wait := missrate.AllowFetch(d, partition, now); !ok {

@@ -3,6 +3,7 @@ package missrate_test
 import (
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirproxy/weir/core/missrate"
@@ -44,4 +45,31 @@ func Example() {
 	// second fetch allowed: false Retry-After: 10
 	// another path allowed: true
 	// missRate.ratio: 1.5 must be between 0 and 1
+}
+
+// The same flood without the throttle: once the path is flagged, each URL's first miss goes
+// past the cache, and its second takes the cache's path.
+func ExampleBypass() {
+	d, err := missrate.New(missrate.Settings{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	const search = "https://shop.example/search"
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	fmt.Println("before the flood:", missrate.Bypass(d, search, search+"?q=shoes", now))
+	for i := 0; i < 500; i++ {
+		missrate.Miss(d, search, "cb="+strconv.Itoa(i), now)
+		now = now.Add(time.Millisecond)
+	}
+	fmt.Println("flagged:", atomic.LoadInt32(missrate.Flags(d)) != 0)
+	fmt.Println("first miss of ?q=socks:", missrate.Bypass(d, search, search+"?q=socks", now))
+	fmt.Println("second miss of ?q=socks:", missrate.Bypass(d, search, search+"?q=socks", now))
+	fmt.Println("another path:", missrate.Bypass(d, "https://shop.example/cart", "https://shop.example/cart?id=1", now))
+	// Output:
+	// before the flood: false
+	// flagged: true
+	// first miss of ?q=socks: true
+	// second miss of ?q=socks: false
+	// another path: false
 }

@@ -23,7 +23,8 @@ const (
 const Slots = 64
 
 // Settings tune the detector. The zero value is ready to use: it reports anomalies with the
-// default thresholds and throttles nothing.
+// default thresholds, throttles nothing, and sends an anomalous partition's first miss of
+// each key past the cache (Bypass).
 type Settings struct {
 	// Window is the length of a counting window, and of the throttle period that follows an
 	// anomaly. Zero: DefaultWindow (10s). Negative or over MaxWindow (24h): rejected.
@@ -37,6 +38,10 @@ type Settings struct {
 	// Throttle makes AllowFetch refuse all but one origin fetch per window for an anomalous
 	// partition. False: anomalies are only reported.
 	Throttle bool
+	// NoBypass keeps every miss of an anomalous partition on the cache's path
+	// (missRate.bypass: false). False: Bypass sends a key's first miss past the cache,
+	// unless Throttle is set, which holds the partition's misses tighter.
+	NoBypass bool
 }
 
 // Validate reports the first invalid field, named as in Weir's configuration.
