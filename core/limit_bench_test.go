@@ -51,19 +51,10 @@ func BenchmarkLimiterShed(b *testing.B) {
 // Traefik's is: the proxy calls the recorder's methods from compiled code, through the
 // wrappers Yaegi makes for an interpreted value handed over as an http.ResponseWriter.
 func BenchmarkLimiterMissProxied(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["Cache-Control"] = []string{"max-age=3600"}
-		w.Write([]byte("x"))
-	}))
-	defer srv.Close()
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		b.Fatal(err)
-	}
 	// Distinct queries of one path: past missRate.minMisses, missRate.bypass would send
 	// them past the cache (BenchmarkMissBypassedProxied measures that).
 	s := Settings{Log: discardLog, MissRate: missrate.Settings{NoBypass: true}}
-	h := mustNew(b, uniqueEngineName(b), s, httputil.NewSingleHostReverseProxy(u))
+	h := mustNew(b, uniqueEngineName(b), s, limBenchProxy(b))
 	limBenchServe(b, h, limBenchOriginForm(b.N), http.StatusOK)
 }
 
@@ -71,19 +62,10 @@ func BenchmarkLimiterMissProxied(b *testing.B) {
 // detector has flagged: each key asked for the first time goes past the cache
 // (missRate.bypass, FR-MR-3), as a cache-busting flood's requests do.
 func BenchmarkMissBypassedProxied(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["Cache-Control"] = []string{"max-age=3600"}
-		w.Write([]byte("x"))
-	}))
-	defer srv.Close()
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		b.Fatal(err)
-	}
 	// The default thresholds, over a window no run outlasts: the flood's judged misses are
 	// one in ten, as in Traefik.
 	s := Settings{Log: discardLog, MissRate: missrate.Settings{Window: time.Hour}}
-	h := mustNew(b, uniqueEngineName(b), s, httputil.NewSingleHostReverseProxy(u))
+	h := mustNew(b, uniqueEngineName(b), s, limBenchProxy(b))
 	// Keys of this run's own (b.N grows, and runs may share an engine's cache): 500 to
 	// flag the path (missRate.minMisses), then the first-asked keys measured.
 	bypassRuns++
@@ -103,6 +85,21 @@ func BenchmarkMissBypassedProxied(b *testing.B) {
 	}
 	reqs = reqs[missrate.DefaultMinMisses+1:]
 	limBenchServe(b, h, reqs, http.StatusOK)
+}
+
+// limBenchProxy is a compiled reverse proxy, as Traefik's, to a local server answering
+// every request fresh for an hour; the server closes with b.
+func limBenchProxy(b *testing.B) http.Handler {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = []string{"max-age=3600"}
+		w.Write([]byte("x"))
+	}))
+	b.Cleanup(func() { srv.Close() })
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return httputil.NewSingleHostReverseProxy(u)
 }
 
 // bypassRuns numbers BenchmarkMissBypassedProxied's runs.

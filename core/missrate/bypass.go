@@ -73,6 +73,8 @@ func Bypass(d *Detector, partition, key string, now time.Time) bool {
 
 // flaggedAt tells whether partition is its slot's flagged partition at now: a window that
 // has ended is rolled first, as Miss rolls it, so that a flood that stopped is not bypassed.
+// Miss's first lines written again, not a function both call: Miss runs on every miss, and
+// under Yaegi a call costs its frame (the package comment's Cost).
 func flaggedAt(d *Detector, partition string, now time.Time) bool {
 	h := maphash.String(d.seed, partition)
 	s := d.slots[h&slotMask]
