@@ -65,6 +65,7 @@ var labelFields = []labelField{
 	{"missRate.minMisses", func(c *Config, v string) { c.MissRate.MinMisses = v }},
 	{"missRate.ratio", func(c *Config, v string) { c.MissRate.Ratio = v }},
 	{"missRate.throttle", func(c *Config, v string) { c.MissRate.Throttle = v }},
+	{"missRate.bypass", func(c *Config, v string) { c.MissRate.Bypass = v }},
 	{"limiter.maxQueuePerPartition", func(c *Config, v string) { c.Limiter.MaxQueuePerPartition = v }},
 	{"admin.path", func(c *Config, v string) { c.Admin.Path = v }},
 	{"admin.token", func(c *Config, v string) { c.Admin.Token = v }},

@@ -58,6 +58,7 @@ func TestNewRejectsBadValues(t *testing.T) {
 		{"negative size", func(c *Config) { c.Negative.MaxEntries = "x" }, "negative.maxEntries", "x"},
 		{"miss ratio", func(c *Config) { c.MissRate.Ratio = "2" }, "missRate.ratio", "2"},
 		{"miss throttle", func(c *Config) { c.MissRate.Throttle = "sometimes" }, "missRate.throttle", "sometimes"},
+		{"miss bypass", func(c *Config) { c.MissRate.Bypass = "maybe" }, "missRate.bypass", "maybe"},
 		{"store url", func(c *Config) { c.Store.URL = "ftp://cache:21" }, "store.url", "ftp://cache:21"},
 		{"near cache", func(c *Config) { c.Store.NearCache = "often" }, "store.nearCache", "often"},
 		{"client budget", func(c *Config) { c.Budgets.Client = "200 per 10s" }, "budgets.client", "200 per 10s"},
