@@ -65,27 +65,12 @@ func Bypass(d *Detector, partition, key string, now time.Time) bool {
 	if d.noBypass || atomic.LoadInt32(&d.flagged) == 0 {
 		return false
 	}
-	if !flaggedAt(d, partition, now) {
+	s := lockFlagged(d, partition, now.UnixNano())
+	if s == nil {
 		return false
 	}
-	return firstAsked(d.door, key)
-}
-
-// flaggedAt tells whether partition is its slot's flagged partition at now: a window that
-// has ended is rolled first, as Miss rolls it, so that a flood that stopped is not bypassed.
-// Miss's first lines written again, not a function both call: Miss runs on every miss, and
-// under Yaegi a call costs its frame (the package comment's Cost).
-func flaggedAt(d *Detector, partition string, now time.Time) bool {
-	h := maphash.String(d.seed, partition)
-	s := d.slots[h&slotMask]
-	n := now.UnixNano()
-	s.mu.Lock()
-	if n >= s.end || n < s.start {
-		roll(d, s, n)
-	}
-	flagged := s.anomalous && s.flagHash == h && s.flagged == partition
 	s.mu.Unlock()
-	return flagged
+	return firstAsked(d.door, key)
 }
 
 // firstAsked marks key asked for and tells whether it was not before (the filter may say it

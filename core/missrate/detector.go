@@ -206,20 +206,10 @@ func AllowFetch(d *Detector, partition string, now time.Time) (ok bool, retryAft
 // small (see Hit). It gives the flagged partition its one fetch of the window, or the time
 // until the window ends.
 func allowFlagged(d *Detector, partition string, now time.Time) (bool, time.Duration) {
-	h := maphash.String(d.seed, partition)
-	s := d.slots[h&slotMask]
-	s.mu.Lock()
-	if !s.anomalous || s.flagHash != h || s.flagged != partition {
-		s.mu.Unlock()
-		return true, 0
-	}
 	n := now.UnixNano()
-	if n >= s.end || n < s.start {
-		roll(d, s, n)
-		if !s.anomalous {
-			s.mu.Unlock()
-			return true, 0
-		}
+	s := lockFlagged(d, partition, n)
+	if s == nil {
+		return true, 0
 	}
 	if !s.fetched {
 		s.fetched = true
@@ -229,6 +219,28 @@ func allowFlagged(d *Detector, partition string, now time.Time) (bool, time.Dura
 	wait := time.Duration(s.end - n)
 	s.mu.Unlock()
 	return false, wait
+}
+
+// lockFlagged returns partition's slot, locked, when partition is its slot's flagged
+// partition at n (Unix nanoseconds); nil, unlocked, otherwise. A window that has ended is
+// rolled first, so that a flood that stopped is flagged no more. AllowFetch and Bypass ask
+// it, and only while some slot is flagged.
+func lockFlagged(d *Detector, partition string, n int64) *slot {
+	h := maphash.String(d.seed, partition)
+	s := d.slots[h&slotMask]
+	s.mu.Lock()
+	if !s.anomalous || s.flagHash != h || s.flagged != partition {
+		s.mu.Unlock()
+		return nil
+	}
+	if n >= s.end || n < s.start {
+		roll(d, s, n)
+		if !s.anomalous {
+			s.mu.Unlock()
+			return nil
+		}
+	}
+	return s
 }
 
 // roll ends the slot's window and starts the next one at n. The slot stays flagged only if the
